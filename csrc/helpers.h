@@ -1,0 +1,69 @@
+/* Small containers every pass uses (tinygrad leans on dict/list; these are their C stand-ins):
+ * a growable pointer vector and an open-addressing pointer -> pointer map. Header-only. */
+#ifndef TINYC_HELPERS_H
+#define TINYC_HELPERS_H
+#include "tinyc.h"
+
+typedef struct { void **items; Py_ssize_t len, cap; } PtrVec;
+
+static inline int ptrvec_push(PtrVec *v, void *p) {
+  if (v->len == v->cap) {
+    Py_ssize_t cap = v->cap ? v->cap * 2 : 16;
+    void **items = PyMem_Realloc(v->items, (size_t)cap * sizeof(void *));
+    if (!items) { PyErr_NoMemory(); return -1; }
+    v->items = items, v->cap = cap;
+  }
+  v->items[v->len++] = p;
+  return 0;
+}
+static inline void *ptrvec_pop(PtrVec *v) { return v->items[--v->len]; }
+static inline void ptrvec_free(PtrVec *v) { PyMem_Free(v->items); v->items = NULL; v->len = v->cap = 0; }
+
+/* Keys are non-NULL pointers; a missing key reads as NULL. Never shrinks (maps are per call). */
+typedef struct { void **keys; void **vals; size_t cap, len; } PtrMap;
+
+static inline size_t ptrmap_slot(const void *key, size_t mask) {
+  uint64_t h = (uint64_t)(uintptr_t)key;
+  h ^= h >> 33; h *= 0xff51afd7ed558ccdULL; h ^= h >> 33;  /* spread the aligned bits of addresses */
+  return (size_t)h & mask;
+}
+static inline void *ptrmap_get(const PtrMap *m, const void *key) {
+  if (!m->cap) return NULL;
+  for (size_t i = ptrmap_slot(key, m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) return m->vals[i];
+    if (!m->keys[i]) return NULL;
+  }
+}
+static inline bool ptrmap_has(const PtrMap *m, const void *key) {
+  if (!m->cap) return false;
+  for (size_t i = ptrmap_slot(key, m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) return true;
+    if (!m->keys[i]) return false;
+  }
+}
+static inline int ptrmap_grow(PtrMap *m) {
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  void **keys = PyMem_Calloc(cap, sizeof(void *)), **vals = PyMem_Calloc(cap, sizeof(void *));
+  if (!keys || !vals) { PyMem_Free(keys); PyMem_Free(vals); PyErr_NoMemory(); return -1; }
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i]) continue;
+    size_t j = ptrmap_slot(m->keys[i], cap - 1);
+    while (keys[j]) j = (j + 1) & (cap - 1);
+    keys[j] = m->keys[i], vals[j] = m->vals[i];
+  }
+  PyMem_Free(m->keys); PyMem_Free(m->vals);
+  m->keys = keys, m->vals = vals, m->cap = cap;
+  return 0;
+}
+/* Insert or overwrite. */
+static inline int ptrmap_set(PtrMap *m, void *key, void *val) {
+  if ((m->len + 1) * 2 > m->cap && ptrmap_grow(m) < 0) return -1;
+  size_t i = ptrmap_slot(key, m->cap - 1);
+  while (m->keys[i] && m->keys[i] != key) i = (i + 1) & (m->cap - 1);
+  if (!m->keys[i]) m->keys[i] = key, m->len++;
+  m->vals[i] = val;
+  return 0;
+}
+static inline void ptrmap_free(PtrMap *m) { PyMem_Free(m->keys); PyMem_Free(m->vals); memset(m, 0, sizeof(*m)); }
+
+#endif

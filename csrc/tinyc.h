@@ -1,0 +1,30 @@
+/* Shared by every C file of tinyc: the Python headers and the few helpers all files use. */
+#ifndef TINYC_H
+#define TINYC_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define UNUSED(x) ((void)(x))
+
+/* Add an object to a module under its name; steals nothing, returns -1 on error. */
+static inline int tinyc_add(PyObject *module, const char *name, PyObject *obj) {
+  Py_INCREF(obj);
+  if (PyModule_AddObject(module, name, obj) < 0) { Py_DECREF(obj); return -1; }
+  return 0;
+}
+
+/* Build an enum.Enum / enum.IntEnum subclass from a NULL-terminated list of names, values from 1.
+ * `base` is "Enum" or "IntEnum"; the class is placed in module `tinyc` for pickling. Returns a new ref. */
+PyObject *tinyc_make_enum(const char *base, const char *clsname, const char *const *names);
+/* The member of an enum class with value `value`, borrowed from `members` (a tuple in value order). */
+
+/* Initialisers of each part, called from PyInit__C in module.c. */
+int tinyc_init_dtype(PyObject *m);
+int tinyc_init_ops_enum(PyObject *m);
+int tinyc_init_uop(PyObject *m);
+int tinyc_init_opt(PyObject *m);
+
+#endif

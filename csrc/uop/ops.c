@@ -1,0 +1,713 @@
+/* tinygrad/uop/ops.py, the node itself: the UOp type, hash-consing, graph walks (toposort),
+ * the content key, pretty printing and pickling. Constructors and sugar are in ops_sugar.c,
+ * range analysis and the symbolic helpers in ops_range.c, operators in mixin/math.c. */
+#include "uop.h"
+#include "../helpers.h"
+
+/* ------------------------------------------------------------------------------------------
+ * The intern table: every live UOp, found by (op, dtype, src, arg, tag). Open addressing with
+ * linear probing and backward-shift deletion, so a dead node leaves no tombstone and the table
+ * shrinks back when the graph is dropped. Entries are node pointers; a node carries its hash.
+ * ------------------------------------------------------------------------------------------ */
+
+static UOp **table;
+static size_t table_cap, table_len;
+static uint64_t table_version;    /* bumped on every insert/delete: detects re-entrant changes */
+#define TABLE_MIN_CAP 1024
+
+Py_ssize_t uop_intern_count(void) { return (Py_ssize_t)table_len; }
+
+static inline uint64_t mix_hash(uint64_t h, uint64_t v) {
+  /* one round of xxHash64's accumulate step: cheap, and good enough to spread pointers */
+  h += v * 0xC2B2AE3D27D4EB4FULL;
+  h = (h << 31) | (h >> 33);
+  return h * 0x9E3779B185EBCA87ULL;
+}
+
+static int table_resize(size_t cap) {
+  UOp **fresh = PyMem_Calloc(cap, sizeof(UOp *));
+  if (!fresh) { PyErr_NoMemory(); return -1; }
+  for (size_t i = 0; i < table_cap; i++) {
+    UOp *u = table[i];
+    if (!u) continue;
+    size_t j = u->hash & (cap - 1);
+    while (fresh[j]) j = (j + 1) & (cap - 1);
+    fresh[j] = u;
+  }
+  PyMem_Free(table);
+  table = fresh, table_cap = cap;
+  table_version++;
+  return 0;
+}
+
+static void table_remove(UOp *u) {
+  size_t mask = table_cap - 1, i = u->hash & mask;
+  while (table[i] != u) {
+    if (!table[i]) return;  /* not interned (construction failed half way) */
+    i = (i + 1) & mask;
+  }
+  /* backward shift: pull later entries of the probe run into the hole when their home allows */
+  for (size_t k = (i + 1) & mask; table[k]; k = (k + 1) & mask) {
+    size_t home = table[k]->hash & mask;
+    if (((k - home) & mask) >= ((k - i) & mask)) table[i] = table[k], i = k;
+  }
+  table[i] = NULL;
+  table_len--, table_version++;
+  if (table_cap > TABLE_MIN_CAP && table_len * 8 < table_cap) {
+    UOp **old = table;
+    size_t old_cap = table_cap;
+    if (table_resize(table_cap / 2) < 0) { PyErr_Clear(); table = old, table_cap = old_cap; }
+  }
+}
+
+/* Python equality as a dict key compares, identity first. May run Python code (user __eq__). */
+static int key_equal(PyObject *a, PyObject *b) {
+  if (a == b) return 1;
+  if (Py_TYPE(a) != Py_TYPE(b) && !(PyNumber_Check(a) && PyNumber_Check(b))) return 0;
+  return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* 1 when u is the node (op, dtype, src, arg, tag); 0 not; -1 error. */
+static int node_equal(UOp *u, Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag) {
+  if (u->op != op || u->dtype != dtype || u->nsrc != nsrc) return 0;
+  for (Py_ssize_t i = 0; i < nsrc; i++)
+    if (u->src[i] != src[i]) return 0;
+  int eq = key_equal(u->arg, arg);
+  if (eq != 1) return eq;
+  return key_equal(uop_tag(u), tag);
+}
+
+static int node_hash(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag, uint32_t *out) {
+  Py_hash_t harg = PyObject_Hash(arg), htag = tag == Py_None ? 0 : PyObject_Hash(tag);
+  if (harg == -1 || htag == -1) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "UOp %s must be hashable, got unhashable %.100s", harg == -1 ? "arg" : "tag",
+                   Py_TYPE(harg == -1 ? arg : tag)->tp_name);
+    }
+    return -1;
+  }
+  uint64_t h = mix_hash((uint64_t)op, (uint64_t)(uintptr_t)dtype);
+  for (Py_ssize_t i = 0; i < nsrc; i++) h = mix_hash(h, (uint64_t)(uintptr_t)src[i]);
+  h = mix_hash(mix_hash(h, (uint64_t)harg), (uint64_t)htag);
+  *out = (uint32_t)(h ^ (h >> 32));
+  return 0;
+}
+
+/* Find the live node, or the empty slot where it belongs. Returns a new ref, or NULL with *slot set
+ * (or with an exception when comparing raised). Restarts when a comparison changed the table. */
+static UOp *table_find(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg,
+                       PyObject *tag, size_t *slot) {
+restart:;
+  uint64_t version = table_version;
+  size_t mask = table_cap - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    UOp *u = table[i];
+    if (!u) { *slot = i; return NULL; }
+    if (u->hash != hash) continue;
+    Py_INCREF(u);
+    int eq = node_equal(u, op, dtype, src, nsrc, arg, tag);
+    if (eq == 1) return u;
+    Py_DECREF(u);
+    if (eq < 0) return NULL;
+    if (version != table_version) goto restart;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Construction and destruction
+ * ------------------------------------------------------------------------------------------ */
+
+enum { FLAG_HAS_DEVICE = 1 };   /* a DEVICE op is in the backward slice: _device needs a walk */
+
+UOpExtra *uop_extra(UOp *u) {
+  if (!u->extra && !(u->extra = PyMem_Calloc(1, sizeof(UOpExtra)))) PyErr_NoMemory();
+  return u->extra;
+}
+
+static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag) {
+  UOp *u = PyObject_Malloc(sizeof(UOp) + (size_t)nsrc * sizeof(UOp *));
+  if (!u) return (UOp *)PyErr_NoMemory();
+  PyObject_Init((PyObject *)u, &UOp_Type);
+  u->op = (uint8_t)op, u->flags = op == OP_DEVICE ? FLAG_HAS_DEVICE : 0;
+  u->nsrc = (uint16_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
+  Py_INCREF(arg);
+  u->arg = arg;
+  for (Py_ssize_t i = 0; i < nsrc; i++) {
+    Py_INCREF(src[i]);
+    u->src[i] = src[i];
+    u->flags |= src[i]->flags & FLAG_HAS_DEVICE;
+  }
+  if (tag != Py_None) {
+    if (!uop_extra(u)) { Py_DECREF(u); return NULL; }
+    Py_INCREF(tag);
+    u->extra->tag = tag;
+  }
+  return u;
+}
+
+UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag) {
+  if (!arg) arg = Py_None;
+  if (!tag) tag = Py_None;
+  if (nsrc > UINT16_MAX) return (UOp *)PyErr_Format(PyExc_ValueError, "a UOp has at most %d sources", UINT16_MAX);
+  uint32_t hash;
+  if (node_hash(op, dtype, src, nsrc, arg, tag, &hash) < 0) return NULL;
+  size_t slot = 0;
+  UOp *found = table_find(hash, op, dtype, src, nsrc, arg, tag, &slot);
+  if (found || PyErr_Occurred()) return found;
+  UOp *u = alloc_node(hash, op, dtype, src, nsrc, arg, tag);
+  if (!u) return NULL;
+  if ((table_len + 1) * 4 > table_cap * 3) {   /* keep the load under 3/4 */
+    if (table_resize(table_cap * 2) < 0) { Py_DECREF(u); return NULL; }
+    size_t mask = table_cap - 1;
+    for (slot = hash & mask; table[slot]; slot = (slot + 1) & mask) {}
+  }
+  table[slot] = u;
+  table_len++, table_version++;
+  return u;
+}
+
+UOp *uop_new0(Op op, DType *dtype, PyObject *arg) { return uop_new(op, dtype, NULL, 0, arg, NULL); }
+UOp *uop_new1(Op op, DType *dtype, UOp *a, PyObject *arg) { return uop_new(op, dtype, &a, 1, arg, NULL); }
+UOp *uop_new2(Op op, DType *dtype, UOp *a, UOp *b, PyObject *arg) {
+  UOp *src[2] = {a, b};
+  return uop_new(op, dtype, src, 2, arg, NULL);
+}
+UOp *uop_new3(Op op, DType *dtype, UOp *a, UOp *b, UOp *c, PyObject *arg) {
+  UOp *src[3] = {a, b, c};
+  return uop_new(op, dtype, src, 3, arg, NULL);
+}
+
+/* Freeing a long chain node by node would recurse once per node and overflow the C stack, so
+ * dead nodes queue on a list (linked through their `extra` field) and one loop frees them. */
+static UOp *dealloc_queue;
+static bool dealloc_running;
+
+static void free_extra(UOp *u) {
+  UOpExtra *e = u->extra;
+  if (!e) return;
+  u->extra = NULL;
+  Py_XDECREF(e->tag); Py_XDECREF(e->vmin); Py_XDECREF(e->vmax); Py_XDECREF(e->key);
+  PyMem_Free(e);
+}
+
+static void uop_dealloc(UOp *u) {
+  table_remove(u);
+  free_extra(u);
+  u->extra = (UOpExtra *)dealloc_queue;
+  dealloc_queue = u;
+  if (dealloc_running) return;
+  dealloc_running = true;
+  while ((u = dealloc_queue)) {
+    dealloc_queue = (UOp *)u->extra;
+    for (int i = 0; i < u->nsrc; i++) Py_DECREF(u->src[i]);
+    Py_DECREF(u->arg);
+    PyObject_Free(u);
+  }
+  dealloc_running = false;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Graph walks
+ * ------------------------------------------------------------------------------------------ */
+
+/* tinygrad's toposort: a DFS with (node, visited) stack entries, children pushed in reverse so the
+ * first source is finished first. `gate` (a Python callable or NULL) stops the walk at nodes it
+ * rejects. Appends to out in finishing order. */
+static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
+  PtrVec stack = {0};
+  PtrMap done = {0};
+  int rc = -1;
+  if (ptrvec_push(&stack, root) < 0) goto end;
+  while (stack.len) {
+    uintptr_t entry = (uintptr_t)ptrvec_pop(&stack);
+    UOp *node = (UOp *)(entry & ~(uintptr_t)1);
+    if (ptrmap_has(&done, node)) continue;
+    if (entry & 1) {   /* second visit: all sources are done */
+      if (ptrmap_set(&done, node, node) < 0 || ptrvec_push(out, node) < 0) goto end;
+      continue;
+    }
+    if (gate) {
+      PyObject *ok = PyObject_CallOneArg(gate, (PyObject *)node);
+      int truth = ok ? PyObject_IsTrue(ok) : -1;
+      Py_XDECREF(ok);
+      if (truth < 0) goto end;
+      if (!truth) continue;
+    }
+    if (ptrvec_push(&stack, (void *)((uintptr_t)node | 1)) < 0) goto end;
+    for (int i = node->nsrc - 1; i >= 0; i--)
+      if (ptrvec_push(&stack, node->src[i]) < 0) goto end;
+  }
+  rc = 0;
+end:
+  ptrvec_free(&stack);
+  ptrmap_free(&done);
+  return rc;
+}
+
+PyObject *uop_toposort_list(UOp *root, PyObject *gate) {
+  PtrVec order = {0};
+  PyObject *ret = NULL;
+  if (toposort_into(root, gate, &order) == 0 && (ret = PyList_New(order.len)))
+    for (Py_ssize_t i = 0; i < order.len; i++) PyList_SET_ITEM(ret, i, Py_NewRef(order.items[i]));
+  ptrvec_free(&order);
+  return ret;
+}
+
+static PyObject *dict_of_nodes(PtrVec *order, UOp *skip) {
+  PyObject *d = PyDict_New();
+  for (Py_ssize_t i = 0; d && i < order->len; i++)
+    if (order->items[i] != skip && PyDict_SetItem(d, order->items[i], Py_None) < 0) Py_CLEAR(d);
+  return d;
+}
+
+static PyObject *UOp_toposort(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"gate", NULL};
+  PyObject *gate = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:toposort", kwlist, &gate)) return NULL;
+  PtrVec order = {0};
+  PyObject *ret = toposort_into(self, gate == Py_None ? NULL : gate, &order) == 0 ? dict_of_nodes(&order, NULL) : NULL;
+  ptrvec_free(&order);
+  return ret;
+}
+
+static PyObject *UOp_backward_slice(UOp *self, void *closure) {
+  UNUSED(closure);
+  PtrVec order = {0};
+  PyObject *ret = toposort_into(self, NULL, &order) == 0 ? dict_of_nodes(&order, self) : NULL;
+  ptrvec_free(&order);
+  return ret;
+}
+
+static PyObject *UOp_backward_slice_with_self(UOp *self, void *closure) {
+  UNUSED(closure);
+  PtrVec order = {0};
+  PyObject *ret = NULL;
+  if (toposort_into(self, NULL, &order) == 0 && (ret = PyDict_New())) {
+    /* tinygrad puts self first here: {self:None, **self.backward_slice} */
+    if (PyDict_SetItem(ret, (PyObject *)self, Py_None) < 0) Py_CLEAR(ret);
+    for (Py_ssize_t i = 0; ret && i < order.len; i++)
+      if (order.items[i] != self && PyDict_SetItem(ret, order.items[i], Py_None) < 0) Py_CLEAR(ret);
+  }
+  ptrvec_free(&order);
+  return ret;
+}
+
+static PyObject *UOp_op_in_backward_slice_with_self(UOp *self, PyObject *args) {
+  OpSet want = {{0, 0}};
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+    int op = op_from_object(PyTuple_GET_ITEM(args, i));
+    if (op < 0) return NULL;
+    opset_add(&want, op);
+  }
+  PtrVec order = {0};
+  if (toposort_into(self, NULL, &order) < 0) return NULL;
+  bool found = false;
+  for (Py_ssize_t i = 0; i < order.len && !found; i++) found = opset_has(want, ((UOp *)order.items[i])->op);
+  ptrvec_free(&order);
+  return PyBool_FromLong(found);
+}
+
+static PyObject *UOp_get_consumer_map(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  PtrVec order = {0};
+  if (toposort_into(self, NULL, &order) < 0) return NULL;
+  PyObject *ret = PyDict_New();
+  for (Py_ssize_t i = 0; ret && i < order.len; i++) {
+    UOp *u = order.items[i];
+    PyObject *consumers = PyDict_New();
+    if (!consumers || PyDict_SetItem(ret, (PyObject *)u, consumers) < 0) { Py_XDECREF(consumers); Py_CLEAR(ret); break; }
+    Py_DECREF(consumers);
+    for (int s = 0; s < u->nsrc; s++)
+      if (PyDict_SetItem(PyDict_GetItem(ret, (PyObject *)u->src[s]), (PyObject *)u, Py_None) < 0) { Py_CLEAR(ret); break; }
+  }
+  ptrvec_free(&order);
+  return ret;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * key: sha256(str((op, dtype, arg)).encode() + b"".join(src keys)), as tinygrad, so the key is the
+ * same in every process (and equal to tinygrad's for the same graph). The hash is hashlib's.
+ * ------------------------------------------------------------------------------------------ */
+
+static PyObject *sha256_fn;
+
+static PyObject *compute_key(UOp *u) {
+  PyObject *head = Py_BuildValue("(OOO)", ops_members[u->op], (PyObject *)u->dtype, u->arg), *text = NULL;
+  PyObject *data = NULL, *digest = NULL, *hasher = NULL;
+  if (!head || !(text = PyObject_Str(head))) goto end;
+  Py_ssize_t len;
+  const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+  if (!utf8) goto end;
+  Py_ssize_t total = len;
+  for (int i = 0; i < u->nsrc; i++) total += PyBytes_GET_SIZE(u->src[i]->extra->key);
+  if (!(data = PyBytes_FromStringAndSize(NULL, total))) goto end;
+  char *out = PyBytes_AS_STRING(data);
+  memcpy(out, utf8, (size_t)len);
+  out += len;
+  for (int i = 0; i < u->nsrc; i++) {
+    PyObject *k = u->src[i]->extra->key;
+    memcpy(out, PyBytes_AS_STRING(k), (size_t)PyBytes_GET_SIZE(k));
+    out += PyBytes_GET_SIZE(k);
+  }
+  if ((hasher = PyObject_CallOneArg(sha256_fn, data))) digest = PyObject_CallMethod(hasher, "digest", NULL);
+end:
+  Py_XDECREF(head); Py_XDECREF(text); Py_XDECREF(data); Py_XDECREF(hasher);
+  return digest;
+}
+
+static PyObject *UOp_key(UOp *self, void *closure) {
+  UNUSED(closure);
+  if (self->extra && self->extra->key) return Py_NewRef(self->extra->key);
+  PtrVec order = {0};
+  if (toposort_into(self, NULL, &order) < 0) return NULL;
+  for (Py_ssize_t i = 0; i < order.len; i++) {
+    UOp *u = order.items[i];
+    if (u->extra && u->extra->key) continue;
+    PyObject *key = compute_key(u);
+    if (!key || !uop_extra(u)) { Py_XDECREF(key); ptrvec_free(&order); return NULL; }
+    u->extra->key = key;
+  }
+  ptrvec_free(&order);
+  return Py_NewRef(self->extra->key);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * repr: tinygrad's pretty_print. Shared nodes are numbered in a first pass (preorder over sources,
+ * x<N>:= at the first print, xN after), then printed with two spaces of indent per level.
+ * ------------------------------------------------------------------------------------------ */
+
+typedef struct { Py_ssize_t id, uses; bool printed; } PrintInfo;
+typedef struct { PtrMap info; PyObject *parts; PrintInfo *pool; Py_ssize_t npool, cap; } Printer;
+
+static PrintInfo *printer_info(Printer *p, UOp *u) {
+  PrintInfo *pi = ptrmap_get(&p->info, u);
+  if (pi) return pi;
+  if (p->npool == p->cap) return NULL;   /* pool sized to the graph, never reached */
+  pi = &p->pool[p->npool++];
+  pi->id = (Py_ssize_t)p->info.len, pi->uses = 0, pi->printed = false;
+  return ptrmap_set(&p->info, u, pi) < 0 ? NULL : pi;
+}
+
+/* tinygrad's dfs: number each source when first met, count every use, descend on the first use. */
+static int printer_number(Printer *p, UOp *root) {
+  typedef struct { UOp *u; int next; } Frame;
+  Frame *stack = PyMem_Malloc(sizeof(Frame) * (size_t)(p->cap + 1));
+  if (!stack) { PyErr_NoMemory(); return -1; }
+  Py_ssize_t depth = 0;
+  stack[depth++] = (Frame){root, 0};
+  while (depth) {
+    Frame *f = &stack[depth - 1];
+    if (f->next == f->u->nsrc) { depth--; continue; }
+    UOp *s = f->u->src[f->next++];
+    PrintInfo *pi = printer_info(p, s);
+    if (!pi) { PyMem_Free(stack); if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "repr: graph walk"); return -1; }
+    if (++pi->uses == 1) stack[depth++] = (Frame){s, 0};
+  }
+  PyMem_Free(stack);
+  return 0;
+}
+
+static int append_str(PyObject *parts, PyObject *s) {
+  if (!s) return -1;
+  int rc = PyList_Append(parts, s);
+  Py_DECREF(s);
+  return rc;
+}
+
+static PyObject *uop_argstr(UOp *u) {
+  if (u->op != OP_REDUCE_AXIS || !PyTuple_Check(u->arg)) return PyObject_Repr(u->arg);
+  /* f'({", ".join(map(str, self.arg))})' */
+  PyObject *strs = PyList_New(0), *joined = NULL, *sep = PyUnicode_FromString(", ");
+  for (Py_ssize_t i = 0; strs && sep && i < PyTuple_GET_SIZE(u->arg); i++)
+    if (append_str(strs, PyObject_Str(PyTuple_GET_ITEM(u->arg, i))) < 0) Py_CLEAR(strs);
+  if (strs && sep) joined = PyUnicode_Join(sep, strs);
+  PyObject *ret = joined ? PyUnicode_FromFormat("(%U)", joined) : NULL;
+  Py_XDECREF(strs); Py_XDECREF(sep); Py_XDECREF(joined);
+  return ret;
+}
+
+static PyObject *uop_tagstr(UOp *u) {
+  PyObject *tag = uop_tag(u);
+  return tag == Py_None ? PyUnicode_FromString("") : PyUnicode_FromFormat(", tag=%S", tag);
+}
+
+static PyObject *spaces(int n) {
+  PyObject *s = PyUnicode_New(n, 127);
+  if (s) for (int i = 0; i < n; i++) PyUnicode_WRITE(PyUnicode_1BYTE_KIND, PyUnicode_DATA(s), i, ' ');
+  return s;
+}
+
+static int printer_print(Printer *p, UOp *u, int indent) {
+  PrintInfo *pi = printer_info(p, u);
+  PyObject *pad = pi ? spaces(indent) : NULL;
+  if (!pad) return -1;
+  if (pi->printed) {
+    int rc = append_str(p->parts, PyUnicode_FromFormat("%Ux%zd", pad, pi->id));
+    Py_DECREF(pad);
+    return rc;
+  }
+  pi->printed = true;
+  if (Py_EnterRecursiveCall(" while printing a UOp")) { Py_DECREF(pad); return -1; }
+  PyObject *argstr = uop_argstr(u), *tagstr = uop_tagstr(u), *name = NULL;
+  int rc = -1;
+  if (!argstr || !tagstr) goto end;
+  name = pi->uses > 1 ? PyUnicode_FromFormat("x%zd:=", pi->id) : PyUnicode_FromString("");
+  if (!name || append_str(p->parts, PyUnicode_FromFormat("%U%UUOp(%S, %R, arg=%U%U, src=(", pad, name, ops_members[u->op],
+                                                         (PyObject *)u->dtype, argstr, tagstr)) < 0) goto end;
+  for (int i = 0; i < u->nsrc; i++) {
+    if (append_str(p->parts, PyUnicode_FromString("\n")) < 0 || printer_print(p, u->src[i], indent + 2) < 0 ||
+        append_str(p->parts, PyUnicode_FromString(",")) < 0) goto end;
+  }
+  rc = append_str(p->parts, PyUnicode_FromString("))"));
+end:
+  Py_LeaveRecursiveCall();
+  Py_XDECREF(argstr); Py_XDECREF(tagstr); Py_XDECREF(name); Py_DECREF(pad);
+  return rc;
+}
+
+static PyObject *UOp_repr(UOp *self) {
+  PtrVec order = {0};
+  if (toposort_into(self, NULL, &order) < 0) return NULL;
+  Printer p = {.cap = order.len + 1};
+  ptrvec_free(&order);
+  PyObject *ret = NULL, *empty = NULL;
+  p.pool = PyMem_Calloc((size_t)p.cap, sizeof(PrintInfo));
+  if (!p.pool) { PyErr_NoMemory(); goto end; }
+  if (!(p.parts = PyList_New(0)) || printer_number(&p, self) < 0) goto end;
+  /* the root is registered last, so it may share the id of the first source, as in tinygrad */
+  if (!printer_info(&p, self)) goto end;
+  if (printer_print(&p, self, 0) < 0 || !(empty = PyUnicode_FromString(""))) goto end;
+  ret = PyUnicode_Join(empty, p.parts);
+end:
+  Py_XDECREF(empty); Py_XDECREF(p.parts);
+  PyMem_Free(p.pool);
+  ptrmap_free(&p.info);
+  return ret;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The Python type: construction, attributes, replace, pickling
+ * ------------------------------------------------------------------------------------------ */
+
+/* Parse a src argument (tuple or list of UOps) into a borrowed C array; returns the length or -1. */
+static Py_ssize_t parse_src(PyObject *src, UOp ***out, PyObject **seq_out) {
+  PyObject *seq = PySequence_Fast(src, "UOp src must be a tuple of UOps");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (!UOp_Check(items[i])) {
+      PyErr_Format(PyExc_TypeError, "UOp src[%zd] must be a UOp, not %.100s", i, Py_TYPE(items[i])->tp_name);
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  *out = (UOp **)items, *seq_out = seq;
+  return n;
+}
+
+static DType *parse_dtype(PyObject *o) {
+  if (DType_Check(o)) return (DType *)o;
+  PyErr_Format(PyExc_TypeError, "UOp dtype must be a DType, not %.100s", Py_TYPE(o)->tp_name);
+  return NULL;
+}
+
+/* UOp(op, dtype=dtypes.void, src=(), arg=None, tag=None): the existing node when one is alive. */
+static UOp *uop_from_python(PyObject *op_obj, PyObject *dtype_obj, PyObject *src_obj, PyObject *arg, PyObject *tag) {
+  int op = op_from_object(op_obj);
+  if (op < 0) return NULL;
+  DType *dtype = dtype_obj ? parse_dtype(dtype_obj) : DTYPE(VOID);
+  if (!dtype) return NULL;
+  UOp **src = NULL;
+  PyObject *seq = NULL;
+  Py_ssize_t nsrc = 0;
+  if (src_obj && (nsrc = parse_src(src_obj, &src, &seq)) < 0) return NULL;
+  UOp *ret = uop_new(op, dtype, src, nsrc, arg, tag);
+  Py_XDECREF(seq);
+  return ret;
+}
+
+static PyObject *UOp_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  UNUSED(type);
+  static char *kwlist[] = {"op", "dtype", "src", "arg", "tag", "metadata", NULL};
+  PyObject *op, *dtype = NULL, *src = NULL, *arg = Py_None, *tag = Py_None, *metadata = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOOO:UOp", kwlist, &op, &dtype, &src, &arg, &tag, &metadata)) return NULL;
+  return (PyObject *)uop_from_python(op, dtype, src, arg, tag);
+}
+
+static PyObject *src_tuple(UOp *u) {
+  PyObject *t = PyTuple_New(u->nsrc);
+  for (int i = 0; t && i < u->nsrc; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(u->src[i]));
+  return t;
+}
+
+static PyObject *UOp_get_op(UOp *self, void *c) { UNUSED(c); return Py_NewRef(ops_members[self->op]); }
+static PyObject *UOp_get_dtype(UOp *self, void *c) { UNUSED(c); return Py_NewRef(self->dtype); }
+static PyObject *UOp_get_src(UOp *self, void *c) { UNUSED(c); return src_tuple(self); }
+static PyObject *UOp_get_arg(UOp *self, void *c) { UNUSED(c); return Py_NewRef(self->arg); }
+static PyObject *UOp_get_tag(UOp *self, void *c) { UNUSED(c); return Py_NewRef(uop_tag(self)); }
+
+static PyObject *UOp_reduce(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  PyObject *src = src_tuple(self);
+  if (!src) return NULL;
+  return Py_BuildValue("(O(OONOO))", (PyObject *)&UOp_Type, ops_members[self->op], (PyObject *)self->dtype, src, self->arg,
+                       uop_tag(self));
+}
+
+/* replace(op=, dtype=, src=, arg=, tag=): self when nothing changes */
+static PyObject *UOp_replace(UOp *self, PyObject *args, PyObject *kw) {
+  if (PyTuple_GET_SIZE(args)) return PyErr_Format(PyExc_TypeError, "replace takes keyword arguments only");
+  static char *kwlist[] = {"op", "dtype", "src", "arg", "tag", NULL};
+  PyObject *op = ops_members[self->op], *dtype = (PyObject *)self->dtype, *src = NULL, *arg = self->arg, *tag = uop_tag(self);
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOOO:replace", kwlist, &op, &dtype, &src, &arg, &tag)) return NULL;
+  PyObject *own_src = NULL;
+  if (!src && !(src = own_src = src_tuple(self))) return NULL;
+  PyObject *ret = (PyObject *)uop_from_python(op, dtype, src, arg, tag);
+  Py_XDECREF(own_src);
+  return ret;
+}
+
+/* self.f(op, **kwargs): UOp(op, dtype=kwargs.pop("dtype", self.dtype), src=(self,), **kwargs) */
+static PyObject *UOp_f(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"op", "dtype", "arg", "tag", NULL};
+  PyObject *op, *dtype = (PyObject *)self->dtype, *arg = Py_None, *tag = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OOO:f", kwlist, &op, &dtype, &arg, &tag)) return NULL;
+  int o = op_from_object(op);
+  DType *dt = o < 0 ? NULL : parse_dtype(dtype);
+  return dt ? (PyObject *)uop_new(o, dt, &self, 1, arg, tag) : NULL;
+}
+
+static PyObject *UOp_argstr(UOp *self, PyObject *unused) { UNUSED(unused); return uop_argstr(self); }
+static PyObject *UOp_tagstr(UOp *self, PyObject *unused) { UNUSED(unused); return uop_tagstr(self); }
+
+static PyObject *UOp_sizeof(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  return PyLong_FromSize_t(sizeof(UOp) + self->nsrc * sizeof(UOp *) + (self->extra ? sizeof(UOpExtra) : 0));
+}
+
+static PyObject *UOp_ptrdtype(UOp *self, void *c) {
+  UNUSED(c);
+  if (!self->dtype->is_ptr) return PyErr_Format(PyExc_RuntimeError, "ptrdtype called on UOp with type %R", (PyObject *)self->dtype);
+  return Py_NewRef(self->dtype);
+}
+
+/* _device: the device of the first DEVICE found through the sources, as tinygrad's recursive
+ * property; nodes without a DEVICE below them (all of a kernel AST) answer None at once. */
+PyObject *uop_device(UOp *u) {
+  while (u->flags & FLAG_HAS_DEVICE) {
+    if (u->op == OP_DEVICE) return Py_NewRef(u->arg);
+    if (u->op == OP_BUFFERIZE) return PyObject_GetAttrString(u->arg, "device");
+    if ((u->op == OP_COPY || u->op == OP_BUFFER || u->op == OP_ALLREDUCE) && u->nsrc > 1) { u = u->src[1]; continue; }
+    UOp *next = NULL;
+    for (int i = 0; i < u->nsrc && !next; i++)
+      if (u->src[i]->flags & FLAG_HAS_DEVICE) next = u->src[i];
+    if (!next) break;
+    u = next;
+  }
+  Py_RETURN_NONE;
+}
+static PyObject *UOp_get_device_(UOp *self, void *c) { UNUSED(c); return uop_device(self); }
+static PyObject *UOp_get_device(UOp *self, void *c) {
+  UNUSED(c);
+  PyObject *d = uop_device(self);
+  if (d == Py_None) { Py_DECREF(d); return PyErr_Format(PyExc_RuntimeError, "%S has no device", ops_members[self->op]); }
+  return d;
+}
+
+static PyObject *intern_count(PyObject *mod, PyObject *unused) {
+  UNUSED(mod); UNUSED(unused);
+  return PyLong_FromSsize_t(uop_intern_count());
+}
+
+extern PyMethodDef uop_sugar_methods[];
+extern PyGetSetDef uop_range_getset[];
+extern PyMethodDef uop_range_methods[];
+
+static PyMethodDef uop_core_methods[] = {
+  {"toposort", (PyCFunction)(void (*)(void))UOp_toposort, METH_VARARGS | METH_KEYWORDS, "nodes in tinygrad's toposort order (a dict)"},
+  {"op_in_backward_slice_with_self", (PyCFunction)UOp_op_in_backward_slice_with_self, METH_VARARGS, NULL},
+  {"get_consumer_map", (PyCFunction)UOp_get_consumer_map, METH_NOARGS, NULL},
+  {"replace", (PyCFunction)(void (*)(void))UOp_replace, METH_VARARGS | METH_KEYWORDS, "a copy with the given fields changed"},
+  {"f", (PyCFunction)(void (*)(void))UOp_f, METH_VARARGS | METH_KEYWORDS, NULL},
+  {"argstr", (PyCFunction)UOp_argstr, METH_NOARGS, NULL},
+  {"tagstr", (PyCFunction)UOp_tagstr, METH_NOARGS, NULL},
+  {"__reduce__", (PyCFunction)UOp_reduce, METH_NOARGS, NULL},
+  {"__sizeof__", (PyCFunction)UOp_sizeof, METH_NOARGS, NULL},
+  {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef uop_core_getset[] = {
+  {"op", (getter)UOp_get_op, NULL, NULL, NULL},
+  {"dtype", (getter)UOp_get_dtype, NULL, NULL, NULL},
+  {"src", (getter)UOp_get_src, NULL, NULL, NULL},
+  {"arg", (getter)UOp_get_arg, NULL, NULL, NULL},
+  {"tag", (getter)UOp_get_tag, NULL, NULL, NULL},
+  {"key", (getter)UOp_key, NULL, "content hash, equal across processes", NULL},
+  {"backward_slice", (getter)UOp_backward_slice, NULL, NULL, NULL},
+  {"backward_slice_with_self", (getter)UOp_backward_slice_with_self, NULL, NULL, NULL},
+  {"ptrdtype", (getter)UOp_ptrdtype, NULL, NULL, NULL},
+  {"_device", (getter)UOp_get_device_, NULL, NULL, NULL},
+  {"device", (getter)UOp_get_device, NULL, NULL, NULL},
+  {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject UOp_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.UOp",
+  .tp_basicsize = sizeof(UOp),
+  .tp_dealloc = (destructor)uop_dealloc,
+  .tp_repr = (reprfunc)UOp_repr,
+  .tp_as_number = &uop_as_number,
+  .tp_richcompare = uop_richcompare,
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "UOp(op, dtype=dtypes.void, src=(), arg=None, tag=None): an immutable, hash-consed graph node",
+  .tp_new = UOp_new,
+  .tp_free = PyObject_Free,
+};
+
+/* Method tables come from several files; merge them into one before PyType_Ready. */
+static PyMethodDef *merge_methods(PyMethodDef *const *tables, int n) {
+  size_t total = 1;
+  for (int t = 0; t < n; t++)
+    for (PyMethodDef *d = tables[t]; d->ml_name; d++) total++;
+  PyMethodDef *all = PyMem_Calloc(total, sizeof(PyMethodDef)), *out = all;
+  if (!all) return (PyMethodDef *)PyErr_NoMemory();
+  for (int t = 0; t < n; t++)
+    for (PyMethodDef *d = tables[t]; d->ml_name; d++) *out++ = *d;
+  return all;
+}
+static PyGetSetDef *merge_getset(PyGetSetDef *const *tables, int n) {
+  size_t total = 1;
+  for (int t = 0; t < n; t++)
+    for (PyGetSetDef *d = tables[t]; d->name; d++) total++;
+  PyGetSetDef *all = PyMem_Calloc(total, sizeof(PyGetSetDef)), *out = all;
+  if (!all) return (PyGetSetDef *)PyErr_NoMemory();
+  for (int t = 0; t < n; t++)
+    for (PyGetSetDef *d = tables[t]; d->name; d++) *out++ = *d;
+  return all;
+}
+
+static PyMethodDef module_functions[] = {
+  {"_intern_count", intern_count, METH_NOARGS, "number of live interned UOps"},
+  {NULL, NULL, 0, NULL},
+};
+
+int tinyc_init_uop_sugar(PyObject *m);
+int tinyc_init_uop_range(PyObject *m);
+
+int tinyc_init_uop(PyObject *m) {
+  PyObject *hashlib = PyImport_ImportModule("hashlib");
+  if (!hashlib || !(sha256_fn = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
+  Py_DECREF(hashlib);
+  if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }
+  table_cap = TABLE_MIN_CAP;
+  PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, uop_math_methods, uop_range_methods};
+  PyGetSetDef *getsets[] = {uop_core_getset, uop_range_getset};
+  if (!(UOp_Type.tp_methods = merge_methods(methods, 4)) || !(UOp_Type.tp_getset = merge_getset(getsets, 2))) return -1;
+  UOp_Type.tp_hash = PyBaseObject_Type.tp_hash;   /* identity hash: equal nodes are the same object */
+  if (PyType_Ready(&UOp_Type) < 0 || tinyc_add(m, "UOp", (PyObject *)&UOp_Type) < 0) return -1;
+  if (PyModule_AddFunctions(m, module_functions) < 0) return -1;
+  return tinyc_init_uop_sugar(m) < 0 ? -1 : tinyc_init_uop_range(m);
+}

@@ -1,0 +1,20 @@
+/* The one list of ops, in tinygrad 0.12.0's order (tinygrad/uop/__init__.py).
+ * The order is meaningful: an op's value is its position (starting at 1), and
+ * tinygrad's toposort/linearizer tie-breaks compare these values.
+ * Each user defines X(name) before expanding OPS_LIST(X). */
+#ifndef TINYC_OPS_LIST_H
+#define TINYC_OPS_LIST_H
+
+#define OPS_LIST(X) \
+  X(DEFINE_GLOBAL) X(DEFINE_VAR) X(BIND) X(SPECIAL) X(DEFINE_LOCAL) X(DEFINE_REG) X(NOOP) \
+  X(REWRITE_ERROR) X(PROGRAM) X(LINEAR) X(SOURCE) X(BINARY) X(SINK) X(AFTER) X(GROUP) X(GEP) \
+  X(VECTORIZE) X(INDEX) X(LOAD) X(STORE) X(WMMA) X(CAST) X(BITCAST) X(EXP2) X(LOG2) X(SIN) \
+  X(SQRT) X(RECIPROCAL) X(NEG) X(TRUNC) X(ADD) X(MUL) X(SHL) X(SHR) X(IDIV) X(MAX) X(MOD) \
+  X(CMPLT) X(CMPNE) X(CMPEQ) X(XOR) X(OR) X(AND) X(THREEFRY) X(SUB) X(FDIV) X(POW) X(WHERE) \
+  X(MULACC) X(BARRIER) X(RANGE) X(IF) X(END) X(ENDIF) X(VCONST) X(CONST) X(CUSTOM) X(CUSTOMI) \
+  X(UNIQUE) X(DEVICE) X(KERNEL) X(ASSIGN) X(CUSTOM_KERNEL) X(LUNIQUE) X(CONTIGUOUS) X(CONTIGUOUS_BACKWARD) \
+  X(DETACH) X(BUFFERIZE) X(COPY) X(BUFFER) X(BUFFER_VIEW) X(MSELECT) X(MSTACK) X(ENCDEC) \
+  X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP) X(MULTI) X(REDUCE_AXIS) X(REDUCE) \
+  X(ALLREDUCE) X(UNROLL) X(CONTRACT) X(CAT) X(PTRCAT)
+
+#endif

@@ -1,0 +1,787 @@
+/* tinygrad/uop/ops.py, "uop symbolic stuff" and "uop Variable stuff": vmin/vmax range analysis,
+ * const_factor/divides/pop_const/gcd, variables and bind/unbind, sym_infer.
+ * Bounds are Python numbers (ints are unbounded: an index's range is +-2**799), computed once per
+ * node, cached in its UOpExtra, and computed bottom-up without recursion. */
+#include "uop.h"
+#include "../helpers.h"
+
+/* ---- Python-number helpers with Python's semantics (min/max keep the first extreme) ---- */
+
+static int lt(PyObject *a, PyObject *b) { return PyObject_RichCompareBool(a, b, Py_LT); }
+
+/* min/max over n values: new reference */
+static PyObject *py_min(PyObject *const *v, int n) {
+  PyObject *best = v[0];
+  for (int i = 1; i < n; i++) {
+    int r = lt(v[i], best);
+    if (r < 0) return NULL;
+    if (r) best = v[i];
+  }
+  return Py_NewRef(best);
+}
+static PyObject *py_max(PyObject *const *v, int n) {
+  PyObject *best = v[0];
+  for (int i = 1; i < n; i++) {
+    int r = lt(best, v[i]);
+    if (r < 0) return NULL;
+    if (r) best = v[i];
+  }
+  return Py_NewRef(best);
+}
+
+static PyObject *small_int(long v) { return PyLong_FromLong(v); }
+
+/* tinygrad's cdiv: division truncating toward zero (0 when dividing by zero) */
+PyObject *py_cdiv(PyObject *x, PyObject *y) {
+  int yzero = PyObject_Not(y);
+  if (yzero < 0) return NULL;
+  if (yzero) return small_int(0);
+  PyObject *ax = PyNumber_Absolute(x), *ay = PyNumber_Absolute(y), *q = NULL, *prod = NULL, *zero = small_int(0), *ret = NULL;
+  if (!ax || !ay || !zero || !(q = PyNumber_FloorDivide(ax, ay)) || !(prod = PyNumber_Multiply(x, y))) goto end;
+  int neg = lt(prod, zero);
+  if (neg < 0) goto end;
+  ret = neg ? PyNumber_Negative(q) : Py_NewRef(q);
+end:
+  Py_XDECREF(ax); Py_XDECREF(ay); Py_XDECREF(q); Py_XDECREF(prod); Py_XDECREF(zero);
+  return ret;
+}
+/* tinygrad's cmod: x - cdiv(x, y)*y */
+PyObject *py_cmod(PyObject *x, PyObject *y) {
+  PyObject *q = py_cdiv(x, y), *qy = q ? PyNumber_Multiply(q, y) : NULL, *ret = qy ? PyNumber_Subtract(x, qy) : NULL;
+  Py_XDECREF(q); Py_XDECREF(qy);
+  return ret;
+}
+
+/* ---- the bound rules, one function per group of ops, mirroring tinygrad's _min_max ---- */
+
+typedef struct { PyObject *lo, *hi; } Bounds;   /* owned references */
+
+static void bounds_clear(Bounds *b) { Py_CLEAR(b->lo); Py_CLEAR(b->hi); }
+static int bounds_set(Bounds *out, PyObject *lo, PyObject *hi) {   /* steals both */
+  if (!lo || !hi) { Py_XDECREF(lo); Py_XDECREF(hi); return -1; }
+  out->lo = lo, out->hi = hi;
+  return 1;
+}
+static Bounds cached(UOp *u) { return (Bounds){u->extra->vmin, u->extra->vmax}; }   /* borrowed */
+
+/* The four products/quotients of the corners, then their min and max. */
+static int corners(Bounds *out, PyObject *(*f)(PyObject *, PyObject *), Bounds a, Bounds b) {
+  PyObject *v[4] = {f(a.lo, b.lo), f(a.lo, b.hi), f(a.hi, b.lo), f(a.hi, b.hi)};
+  int rc = -1;
+  if (v[0] && v[1] && v[2] && v[3]) rc = bounds_set(out, py_min(v, 4), py_max(v, 4));
+  for (int i = 0; i < 4; i++) Py_XDECREF(v[i]);
+  return rc;
+}
+
+static int all_exact_int(PyObject *a, PyObject *b, PyObject *c) { return PyLong_Check(a) && PyLong_Check(b) && PyLong_Check(c); }
+
+/* MOD's bounds: returns 1 set, 0 no rule applies, -1 error */
+static int mod_bounds(Bounds *out, Bounds a, Bounds b) {
+  PyObject *zero = small_int(0), *one = small_int(1);
+  int rc = -1, eq, pos;
+  if ((eq = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ)) < 0 || (pos = lt(zero, b.hi)) < 0) goto end;
+  if (eq && pos) {   /* a constant positive modulus c */
+    PyObject *c = b.lo, *negc = PyNumber_Negative(c), *cm1 = PyNumber_Subtract(c, one), *lo = NULL, *hi = NULL;
+    int a_lo_pos = lt(zero, a.lo), a_lo_nonpos_gt = -1, a_hi_neg = lt(a.hi, zero), a_hi_lt_c = -1;
+    if (negc && cm1 && a_lo_pos >= 0 && a_hi_neg >= 0) {
+      /* lo: 0 if a.lo > 0 else a.lo if 0 >= a.lo > -c else -(c-1) */
+      int le0 = PyObject_RichCompareBool(a.lo, zero, Py_LE), gtn = lt(negc, a.lo);
+      a_lo_nonpos_gt = (le0 < 0 || gtn < 0) ? -1 : le0 && gtn;
+      int ge0 = PyObject_RichCompareBool(a.hi, zero, Py_GE), ltc = lt(a.hi, c);
+      a_hi_lt_c = (ge0 < 0 || ltc < 0) ? -1 : ge0 && ltc;
+      if (a_lo_nonpos_gt >= 0 && a_hi_lt_c >= 0) {
+        lo = a_lo_pos ? Py_NewRef(zero) : a_lo_nonpos_gt ? Py_NewRef(a.lo) : PyNumber_Negative(cm1);
+        hi = a_hi_neg ? Py_NewRef(zero) : a_hi_lt_c ? Py_NewRef(a.hi) : Py_NewRef(cm1);
+        rc = bounds_set(out, lo, hi);
+      }
+    }
+    Py_XDECREF(negc); Py_XDECREF(cm1);
+    goto end;
+  }
+  int bpos = lt(zero, b.lo), bneg = lt(b.hi, zero);
+  if (bpos < 0 || bneg < 0) goto end;
+  if (!bpos && !bneg) { rc = 0; goto end; }
+  /* the largest |remainder| is m = |b|max - 1; the sign follows the dividend */
+  PyObject *absb = bpos ? Py_NewRef(b.hi) : PyNumber_Negative(b.lo), *m = absb ? PyNumber_Subtract(absb, one) : NULL;
+  Py_XDECREF(absb);
+  if (!m) goto end;
+  int nonneg = PyObject_RichCompareBool(a.lo, zero, Py_GE), nonpos = PyObject_RichCompareBool(a.hi, zero, Py_LE);
+  if (nonneg >= 0 && nonpos >= 0) {
+    if (nonneg) rc = bounds_set(out, Py_NewRef(zero), Py_NewRef(m));
+    else if (nonpos) rc = bounds_set(out, PyNumber_Negative(m), Py_NewRef(zero));
+    else rc = bounds_set(out, PyNumber_Negative(m), Py_NewRef(m));
+  }
+  Py_DECREF(m);
+end:
+  Py_XDECREF(zero); Py_XDECREF(one);
+  return rc;
+}
+
+/* Binary ops on non-float dtypes; 1 set, 0 no rule, -1 error */
+static int binary_bounds(UOp *u, Bounds *out) {
+  Bounds a = cached(u->src[0]), b = cached(u->src[1]);
+  PyObject *zero = NULL;
+  int rc = 0, t1, t2;
+  switch (u->op) {
+  case OP_ADD: return bounds_set(out, PyNumber_Add(a.lo, b.lo), PyNumber_Add(a.hi, b.hi));
+  case OP_SUB: return bounds_set(out, PyNumber_Subtract(a.lo, b.hi), PyNumber_Subtract(a.hi, b.lo));
+  case OP_AND:
+    if (dtype_is_int(u->dtype)) {   /* x & c with c >= 0 and x >= 0 lies in [0, min(x.max, c)] */
+      if (!(zero = small_int(0))) return -1;
+      int eq = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ), cpos = PyObject_RichCompareBool(b.hi, zero, Py_GE),
+          xpos = PyObject_RichCompareBool(a.lo, zero, Py_GE);
+      if (eq < 0 || cpos < 0 || xpos < 0) { Py_DECREF(zero); return -1; }
+      if (eq && cpos && xpos) {
+        PyObject *lo_pair[2] = {zero, a.lo}, *hi_pair[2] = {a.hi, b.hi};
+        rc = bounds_set(out, py_min(lo_pair, 2), py_min(hi_pair, 2));
+        Py_DECREF(zero);
+        return rc;
+      }
+      Py_DECREF(zero);
+    }
+    break;
+  case OP_MUL: return corners(out, PyNumber_Multiply, a, b);
+  case OP_SHL: case OP_SHR:
+    if ((t1 = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ)) < 0) return -1;
+    if (t1 && all_exact_int(a.lo, a.hi, b.lo)) {
+      PyObject *(*shift)(PyObject *, PyObject *) = u->op == OP_SHL ? PyNumber_Lshift : PyNumber_Rshift;
+      return bounds_set(out, shift(a.lo, b.lo), shift(a.hi, b.lo));
+    }
+    break;
+  case OP_MOD:
+    if ((rc = mod_bounds(out, a, b)) != 0) return rc;
+    break;
+  case OP_IDIV: {
+    if (!all_exact_int(a.lo, a.hi, b.lo) || !PyLong_Check(b.hi)) {
+      PyErr_Format(PyExc_ValueError, "IDIV bounds need ints, got %R..%R // %R..%R", a.lo, a.hi, b.lo, b.hi);
+      return -1;
+    }
+    PyObject *p = PyNumber_Multiply(b.lo, b.hi);
+    if (!p || !(zero = small_int(0))) { Py_XDECREF(p); return -1; }
+    int pos = lt(zero, p);
+    Py_DECREF(p); Py_DECREF(zero);
+    if (pos < 0) return -1;
+    if (pos) return corners(out, py_cdiv, a, b);
+    break;
+  }
+  case OP_MAX: {
+    PyObject *lo_pair[2] = {a.lo, b.lo}, *hi_pair[2] = {a.hi, b.hi};
+    return bounds_set(out, py_max(lo_pair, 2), py_max(hi_pair, 2));
+  }
+  case OP_CMPLT:
+    if ((t1 = lt(a.hi, b.lo)) < 0 || (t2 = lt(a.lo, b.hi)) < 0) return -1;
+    return bounds_set(out, PyBool_FromLong(t1), PyBool_FromLong(t2));
+  case OP_CMPNE: {
+    int d1 = lt(a.hi, b.lo), d2 = lt(b.hi, a.lo);
+    int e1 = PyObject_RichCompareBool(a.lo, a.hi, Py_EQ), e2 = PyObject_RichCompareBool(a.hi, b.lo, Py_EQ),
+        e3 = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ);
+    if (d1 < 0 || d2 < 0 || e1 < 0 || e2 < 0 || e3 < 0) return -1;
+    return bounds_set(out, PyBool_FromLong(d1 || d2), PyBool_FromLong(!(e1 && e2 && e3)));
+  }
+  default: break;
+  }
+  if (u->dtype == DTYPE(BOOL) && (u->op == OP_OR || u->op == OP_AND)) {
+    /* Python's `x or y` / `x and y` on the bounds */
+    int ta = PyObject_IsTrue(a.lo), tb = PyObject_IsTrue(a.hi);
+    if (ta < 0 || tb < 0) return -1;
+    if (u->op == OP_OR) return bounds_set(out, Py_NewRef(ta ? a.lo : b.lo), Py_NewRef(tb ? a.hi : b.hi));
+    return bounds_set(out, Py_NewRef(ta ? b.lo : a.lo), Py_NewRef(tb ? b.hi : a.hi));
+  }
+  return 0;
+}
+
+static int cast_bounds(UOp *u, Bounds *out) {
+  Bounds s = cached(u->src[0]);
+  PyObject *dmin = dtype_min(u->dtype), *dmax = dtype_max(u->dtype);
+  int rc = -1;
+  if (dmin && dmax) {
+    PyObject *lo_pair[2] = {dmin, s.lo}, *hi_pair[2] = {s.hi, dmax};
+    rc = bounds_set(out, py_max(lo_pair, 2), py_min(hi_pair, 2));
+  }
+  Py_XDECREF(dmin); Py_XDECREF(dmax);
+  return rc;
+}
+
+static int vector_bounds(UOp *u, Bounds *out) {   /* UNROLL, VECTORIZE: over all sources */
+  PyObject **lo = PyMem_Malloc(sizeof(PyObject *) * u->nsrc * 2);
+  if (!lo) { PyErr_NoMemory(); return -1; }
+  PyObject **hi = lo + u->nsrc;
+  for (int i = 0; i < u->nsrc; i++) lo[i] = u->src[i]->extra->vmin, hi[i] = u->src[i]->extra->vmax;
+  int rc = bounds_set(out, py_min(lo, u->nsrc), py_max(hi, u->nsrc));
+  PyMem_Free(lo);
+  return rc;
+}
+
+static bool tuple_has_invalid(PyObject *t) {
+  if (!PyTuple_Check(t)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++)
+    if (PyTuple_GET_ITEM(t, i) == Invalid) return true;
+  return false;
+}
+
+/* Which sources' bounds a node's rule reads: the walk below computes only those. */
+static bool needs_src_bounds(UOp *u) {
+  if (IN_GROUP(u->op, Binary) && !dtype_is_float(u->dtype)) return true;
+  if (u->op == OP_WHERE) return dtype_is_int(u->dtype);
+  switch (u->op) {
+  case OP_RANGE: case OP_SPECIAL: case OP_BIND: case OP_UNROLL: case OP_VECTORIZE: case OP_GEP: return true;
+  case OP_CAST: return u->dtype == dtype_scalar(u->dtype) && (dtype_is_float(u->dtype) || u->dtype == DTYPE(INDEX) ||
+                                                                (dtype_is_int(u->dtype) && !dtype_is_unsigned(u->dtype)));
+  default: return false;
+  }
+}
+static int first_needed_src(UOp *u) { return u->op == OP_WHERE ? 1 : 0; }
+
+/* The bounds of one node whose needed sources are already cached. */
+static int node_bounds(UOp *u, Bounds *out) {
+  int rc;
+  if (IN_GROUP(u->op, Binary) && !dtype_is_float(u->dtype) && u->nsrc >= 2 && (rc = binary_bounds(u, out)) != 0) return rc;
+  switch (u->op) {
+  case OP_WHERE:
+    if (dtype_is_int(u->dtype) && u->nsrc == 3) {
+      PyObject *lo_pair[2] = {u->src[1]->extra->vmin, u->src[2]->extra->vmin}, *hi_pair[2] = {u->src[1]->extra->vmax, u->src[2]->extra->vmax};
+      return bounds_set(out, py_min(lo_pair, 2), py_max(hi_pair, 2));
+    }
+    break;
+  case OP_DEFINE_VAR:
+    if (PyObject_IsTrue(u->arg) == 1 && PyTuple_Check(u->arg) && PyTuple_GET_SIZE(u->arg) >= 3)
+      return bounds_set(out, Py_NewRef(PyTuple_GET_ITEM(u->arg, 1)), Py_NewRef(PyTuple_GET_ITEM(u->arg, 2)));
+    break;
+  case OP_RANGE: case OP_SPECIAL:
+    if (u->nsrc >= 1) {   /* 0 .. (end-1).vmax, end-1 being an ADD of the end and -1 */
+      if (dtype_is_float(u->src[0]->dtype)) return bounds_set(out, small_int(0), dtype_max(u->src[0]->dtype));
+      PyObject *m1 = small_int(-1), *c = m1 ? dtype_as_const(m1, u->src[0]->dtype) : NULL;
+      PyObject *hi = c ? PyNumber_Add(u->src[0]->extra->vmax, c) : NULL;
+      Py_XDECREF(m1); Py_XDECREF(c);
+      return bounds_set(out, small_int(0), hi);
+    }
+    break;
+  case OP_BIND: case OP_GEP:
+    if (u->nsrc >= 1) return bounds_set(out, Py_NewRef(u->src[0]->extra->vmin), Py_NewRef(u->src[0]->extra->vmax));
+    break;
+  case OP_UNROLL: case OP_VECTORIZE:
+    if (u->nsrc >= 1) return vector_bounds(u, out);
+    break;
+  case OP_CONST:
+    if (u->arg != Invalid) return bounds_set(out, Py_NewRef(u->arg), Py_NewRef(u->arg));
+    break;
+  case OP_VCONST:
+    if (PyTuple_Check(u->arg) && PyTuple_GET_SIZE(u->arg) && !tuple_has_invalid(u->arg)) {
+      PyObject **items = &PyTuple_GET_ITEM(u->arg, 0);
+      int n = (int)PyTuple_GET_SIZE(u->arg);
+      return bounds_set(out, py_min(items, n), py_max(items, n));
+    }
+    break;
+  case OP_CAST:
+    if (needs_src_bounds(u) && u->nsrc >= 1) return cast_bounds(u, out);
+    break;
+  default: break;
+  }
+  return bounds_set(out, dtype_min(u->dtype), dtype_max(u->dtype));
+}
+
+static bool has_bounds(UOp *u) { return u->extra && u->extra->vmin; }
+
+/* Post-order walk over the nodes whose bounds are missing, following only needed sources. */
+int uop_min_max(UOp *root, PyObject **vmin, PyObject **vmax) {
+  if (!has_bounds(root)) {
+    PtrVec stack = {0};
+    if (ptrvec_push(&stack, root) < 0) return -1;
+    while (stack.len) {
+      UOp *u = stack.items[stack.len - 1];
+      if (has_bounds(u)) { stack.len--; continue; }
+      bool ready = true;
+      if (needs_src_bounds(u)) {
+        for (int i = first_needed_src(u); i < u->nsrc; i++) {
+          if (has_bounds(u->src[i])) continue;
+          ready = false;
+          if (ptrvec_push(&stack, u->src[i]) < 0) { ptrvec_free(&stack); return -1; }
+        }
+      }
+      if (!ready) continue;
+      stack.len--;
+      Bounds b = {NULL, NULL};
+      if (node_bounds(u, &b) < 0 || !uop_extra(u)) { bounds_clear(&b); ptrvec_free(&stack); return -1; }
+      u->extra->vmin = b.lo, u->extra->vmax = b.hi;
+    }
+    ptrvec_free(&stack);
+  }
+  *vmin = root->extra->vmin, *vmax = root->extra->vmax;
+  return 0;
+}
+
+/* ---- Python surface: vmin, vmax, _min_max ---- */
+
+static PyObject *UOp_vmin(UOp *self, void *c) {
+  UNUSED(c);
+  PyObject *lo, *hi;
+  return uop_min_max(self, &lo, &hi) < 0 ? NULL : Py_NewRef(lo);
+}
+static PyObject *UOp_vmax(UOp *self, void *c) {
+  UNUSED(c);
+  PyObject *lo, *hi;
+  return uop_min_max(self, &lo, &hi) < 0 ? NULL : Py_NewRef(hi);
+}
+static PyObject *UOp_min_max_(UOp *self, void *c) {
+  UNUSED(c);
+  PyObject *lo, *hi;
+  return uop_min_max(self, &lo, &hi) < 0 ? NULL : PyTuple_Pack(2, lo, hi);
+}
+
+/* ---- const_factor, divides, pop_const, gcd ---- */
+
+static PyObject *math_gcd;   /* math.gcd, fetched at init */
+
+/* the largest known int that divides u (as tinygrad: not the largest for negatives) */
+static PyObject *const_factor(UOp *u) {
+  switch (u->op) {
+  case OP_CONST: return Py_NewRef(u->arg);
+  case OP_VCONST: return PyObject_Call(math_gcd, u->arg, NULL);
+  case OP_ADD: {
+    if (Py_EnterRecursiveCall(" in const_factor")) return NULL;
+    PyObject *a = const_factor(u->src[0]), *b = a ? const_factor(u->src[1]) : NULL, *ret = NULL;
+    Py_LeaveRecursiveCall();
+    if (a && b) ret = PyObject_CallFunctionObjArgs(math_gcd, a, b, NULL);
+    Py_XDECREF(a); Py_XDECREF(b);
+    return ret;
+  }
+  case OP_MUL:
+    if (u->src[0]->op == OP_CONST) return Py_NewRef(u->src[0]->arg);
+    if (u->src[1]->op == OP_CONST) return Py_NewRef(u->src[1]->arg);
+    return PyLong_FromLong(1);
+  default: return PyLong_FromLong(1);
+  }
+}
+
+/* u / v when v surely divides u, else None (a new reference to None) */
+static PyObject *divides(UOp *u, PyObject *v) {
+  PyObject *onev = PyLong_FromLong(1);
+  int is_one = onev ? PyObject_RichCompareBool(v, onev, Py_EQ) : -1;
+  Py_XDECREF(onev);
+  if (is_one < 0) return NULL;
+  if (is_one) return Py_NewRef(u);
+  switch (u->op) {
+  case OP_CONST: {
+    PyObject *r = PyNumber_Remainder(u->arg, v), *ret = NULL;
+    if (!r) return NULL;
+    int zero = PyObject_Not(r);
+    Py_DECREF(r);
+    if (zero < 0) return NULL;
+    if (!zero) Py_RETURN_NONE;
+    PyObject *q = PyNumber_FloorDivide(u->arg, v);
+    if (q) ret = (PyObject *)uop_const_like(u, q);
+    Py_XDECREF(q);
+    return ret;
+  }
+  case OP_VCONST: {
+    Py_ssize_t n = PyTuple_GET_SIZE(u->arg);
+    PyObject *qs = PyTuple_New(n), *ret = NULL;
+    for (Py_ssize_t i = 0; qs && i < n; i++) {
+      PyObject *r = PyNumber_Remainder(PyTuple_GET_ITEM(u->arg, i), v);
+      int zero = r ? PyObject_Not(r) : -1;
+      Py_XDECREF(r);
+      if (zero <= 0) { Py_DECREF(qs); if (zero < 0) return NULL; Py_RETURN_NONE; }
+      PyObject *q = PyNumber_FloorDivide(PyTuple_GET_ITEM(u->arg, i), v);
+      if (!q) { Py_DECREF(qs); return NULL; }
+      PyTuple_SET_ITEM(qs, i, q);
+    }
+    if (qs) ret = (PyObject *)uop_const_like(u, qs);
+    Py_XDECREF(qs);
+    return ret;
+  }
+  case OP_ADD: case OP_MUL: {
+    if (Py_EnterRecursiveCall(" in divides")) return NULL;
+    PyObject *d0 = divides(u->src[0], v), *ret = NULL;
+    if (u->op == OP_ADD) {
+      PyObject *d1 = d0 && d0 != Py_None ? divides(u->src[1], v) : NULL;
+      if (d0 == Py_None || d1 == Py_None) ret = Py_NewRef(Py_None);
+      else if (d1) ret = PyNumber_Add(d0, d1);
+      Py_XDECREF(d1);
+    } else if (d0 && d0 != Py_None) {
+      ret = PyNumber_Multiply(d0, (PyObject *)u->src[1]);
+    } else if (d0) {
+      PyObject *d1 = divides(u->src[1], v);
+      ret = d1 && d1 != Py_None ? PyNumber_Multiply((PyObject *)u->src[0], d1) : Py_XNewRef(d1);
+      Py_XDECREF(d1);
+    }
+    Py_LeaveRecursiveCall();
+    Py_XDECREF(d0);
+    return ret;
+  }
+  default: Py_RETURN_NONE;
+  }
+}
+
+static PyObject *UOp_const_factor(UOp *self, PyObject *unused) { UNUSED(unused); return const_factor(self); }
+static PyObject *UOp_divides(UOp *self, PyObject *v) { return divides(self, v); }
+
+/* identity_element(op, dtype): 0 for ADD, 1 for MUL, dtype.min for MAX */
+static PyObject *identity_element(int op, DType *dt) {
+  PyObject *v = op == OP_ADD ? PyLong_FromLong(0) : op == OP_MUL ? PyLong_FromLong(1) : op == OP_MAX ? dtype_min(dt) : NULL;
+  if (!v) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_KeyError, "no identity element for %S", ops_members[op]);
+  PyObject *ret = dtype_as_const(v, dt);
+  Py_DECREF(v);
+  return ret;
+}
+
+static PyObject *UOp_pop_const(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"op", NULL};
+  PyObject *op_obj = ops_members[OP_ADD];
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:pop_const", kwlist, &op_obj)) return NULL;
+  int op = op_from_object(op_obj);
+  if (op < 0) return NULL;
+  if (self->op == op && self->nsrc == 2 && self->src[1]->op == OP_CONST)
+    return PyTuple_Pack(2, (PyObject *)self->src[0], self->src[1]->arg);
+  PyObject *id = identity_element(op, self->dtype);
+  return id ? Py_BuildValue("(ON)", (PyObject *)self, id) : NULL;
+}
+
+/* split_uop(sep): the leaves of a tree of `sep` ops, left to right (appended to list) */
+static int split_uop_into(UOp *u, int sep, PyObject *list) {
+  PtrVec stack = {0};
+  int rc = ptrvec_push(&stack, u);
+  while (rc == 0 && stack.len) {
+    UOp *x = ptrvec_pop(&stack);
+    if (x->op != sep) { rc = PyList_Append(list, (PyObject *)x); continue; }
+    for (int i = x->nsrc - 1; i >= 0 && rc == 0; i--) rc = ptrvec_push(&stack, x->src[i]);
+  }
+  ptrvec_free(&stack);
+  return rc;
+}
+
+static PyObject *UOp_split_uop(UOp *self, PyObject *sep_obj) {
+  int sep = op_from_object(sep_obj);
+  PyObject *list = sep < 0 ? NULL : PyList_New(0);
+  if (list && split_uop_into(self, sep, list) < 0) Py_CLEAR(list);
+  if (!list) return NULL;
+  PyObject *it = PyObject_GetIter(list);
+  Py_DECREF(list);
+  return it;
+}
+
+/* Counter of the MUL-leaves of a term: an insertion-ordered dict node -> count */
+static PyObject *mul_leaf_counts(PyObject *term) {
+  if (!UOp_Check(term)) return PyErr_Format(PyExc_TypeError, "gcd: a term did not divide by its const factor");
+  PyObject *leaves = PyList_New(0), *counts = PyDict_New();
+  if (!leaves || !counts || split_uop_into((UOp *)term, OP_MUL, leaves) < 0) goto fail;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(leaves); i++) {
+    PyObject *leaf = PyList_GET_ITEM(leaves, i), *c = PyDict_GetItemWithError(counts, leaf);
+    if (!c && PyErr_Occurred()) goto fail;
+    PyObject *n = PyLong_FromLong(c ? PyLong_AsLong(c) + 1 : 1);
+    if (!n || PyDict_SetItem(counts, leaf, n) < 0) { Py_XDECREF(n); goto fail; }
+    Py_DECREF(n);
+  }
+  Py_DECREF(leaves);
+  return counts;
+fail:
+  Py_XDECREF(leaves); Py_XDECREF(counts);
+  return NULL;
+}
+
+/* UOp.gcd(*uops): the common factor: shared MUL-leaves (Counter &), times the gcd of the const
+ * factors, multiplied up from 1 as math.prod does (so the const ends up at the top). */
+static PyObject *UOp_gcd(PyObject *cls, PyObject *args) {
+  UNUSED(cls);
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  if (n == 0) return PyErr_Format(PyExc_TypeError, "gcd needs at least one UOp");
+  PyObject *factors = PyTuple_New(n), *common = NULL, *first_term = NULL, *ret = NULL;
+  if (!factors) return NULL;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *u = PyTuple_GET_ITEM(args, i);
+    if (!UOp_Check(u)) { PyErr_Format(PyExc_TypeError, "gcd takes UOps"); goto end; }
+    PyObject *f = const_factor((UOp *)u), *term = f ? divides((UOp *)u, f) : NULL;
+    if (!term) { Py_XDECREF(f); goto end; }
+    PyTuple_SET_ITEM(factors, i, f);
+    PyObject *counts = mul_leaf_counts(term);
+    if (i == 0) first_term = Py_NewRef(term);
+    Py_DECREF(term);
+    if (!counts) goto end;
+    if (!common) { common = counts; continue; }
+    PyObject *keys = PyDict_Keys(common);   /* intersect: keep keys of the first, min count */
+    for (Py_ssize_t k = 0; keys && k < PyList_GET_SIZE(keys); k++) {
+      PyObject *key = PyList_GET_ITEM(keys, k), *other = PyDict_GetItem(counts, key);
+      long a = PyLong_AsLong(PyDict_GetItem(common, key)), b = other ? PyLong_AsLong(other) : 0, m = a < b ? a : b;
+      PyObject *mv = PyLong_FromLong(m);
+      if (!mv || (m > 0 ? PyDict_SetItem(common, key, mv) : PyDict_DelItem(common, key)) < 0) { Py_XDECREF(mv); Py_CLEAR(keys); break; }
+      Py_DECREF(mv);
+    }
+    Py_DECREF(counts);
+    if (!keys) goto end;
+    Py_DECREF(keys);
+  }
+  PyObject *g = PyObject_Call(math_gcd, factors, NULL), *cst = g ? (PyObject *)uop_const_like((UOp *)first_term, g) : NULL;
+  Py_XDECREF(g);
+  if (!cst) goto end;
+  ret = PyLong_FromLong(1);
+  Py_ssize_t pos = 0;
+  PyObject *key, *cnt;
+  while (ret && PyDict_Next(common, &pos, &key, &cnt))
+    for (long c = PyLong_AsLong(cnt); ret && c > 0; c--) Py_SETREF(ret, PyNumber_Multiply(ret, key));
+  if (ret) Py_SETREF(ret, PyNumber_Multiply(ret, cst));
+  Py_DECREF(cst);
+end:
+  Py_XDECREF(factors); Py_XDECREF(common); Py_XDECREF(first_term);
+  return ret;
+}
+
+/* sum/prod: fold with + (| for bool) or * (& for bool), starting from self */
+static PyObject *fold(UOp *self, PyObject *args, binaryfunc f) {
+  PyObject *acc = Py_NewRef(self);
+  for (Py_ssize_t i = 0; acc && i < PyTuple_GET_SIZE(args); i++) Py_SETREF(acc, f(acc, PyTuple_GET_ITEM(args, i)));
+  return acc;
+}
+static PyObject *UOp_sum(UOp *self, PyObject *args) { return fold(self, args, self->dtype == DTYPE(BOOL) ? PyNumber_Or : PyNumber_Add); }
+static PyObject *UOp_prod(UOp *self, PyObject *args) { return fold(self, args, self->dtype == DTYPE(BOOL) ? PyNumber_And : PyNumber_Multiply); }
+
+static PyObject *UOp_is_increasing(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  UOp *u = self;
+  while (1) {   /* ADD recurses on both sides, MUL/IDIV by a nonnegative const on the left */
+    if (IN_GROUP(u->op, Irreducible)) Py_RETURN_TRUE;
+    if (u->op == OP_ADD) {
+      PyObject *left = UOp_is_increasing(u->src[0], NULL);
+      if (left != Py_True) return left;
+      Py_DECREF(left);
+      u = u->src[1];
+      continue;
+    }
+    if ((u->op == OP_MUL || u->op == OP_IDIV) && u->src[1]->op == OP_CONST) {
+      PyObject *zero = PyLong_FromLong(0);
+      int nonneg = zero ? PyObject_RichCompareBool(u->src[1]->arg, zero, Py_GE) : -1;
+      Py_XDECREF(zero);
+      if (nonneg < 0) return NULL;
+      if (nonneg) { u = u->src[0]; continue; }
+    }
+    Py_RETURN_FALSE;
+  }
+}
+
+static PyObject *UOp_overflows(UOp *self, PyObject *dtype) {
+  if (!DType_Check(dtype)) return PyErr_Format(PyExc_TypeError, "overflows needs a DType");
+  PyObject *lo, *hi, *dmin = dtype_min((DType *)dtype), *dmax = dtype_max((DType *)dtype);
+  int rc = (dmin && dmax && uop_min_max(self, &lo, &hi) == 0) ? 0 : -1, a = 0, b = 0;
+  if (rc == 0 && ((a = lt(lo, dmin)) < 0 || (!a && (b = lt(dmax, hi)) < 0))) rc = -1;
+  Py_XDECREF(dmin); Py_XDECREF(dmax);
+  return rc < 0 ? NULL : PyBool_FromLong(a || b);
+}
+
+/* ---- variables ---- */
+
+static PyObject *UOp_expr(UOp *self, void *c) {
+  UNUSED(c);
+  if (self->op != OP_DEFINE_VAR || !PyTuple_Check(self->arg)) return PyErr_Format(PyExc_ValueError, "op is %S, need DEFINE_VAR", ops_members[self->op]);
+  return Py_NewRef(PyTuple_GET_ITEM(self->arg, 0));
+}
+
+static PyObject *UOp_bind(UOp *self, PyObject *val) {
+  if (self->op != OP_DEFINE_VAR || !PyTuple_Check(self->arg) || PyTuple_GET_SIZE(self->arg) < 3)
+    return PyErr_Format(PyExc_ValueError, "op is %S, need DEFINE_VAR", ops_members[self->op]);
+  UOp *uval = PyLong_Check(val) ? uop_const_like(self, val) : UOp_Check(val) ? (UOp *)Py_NewRef(val) : NULL;
+  if (!uval) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_TypeError, "bind needs an int or a UOp");
+  PyObject *lo, *hi, *ret = NULL;
+  if (uop_min_max(uval, &lo, &hi) == 0) {
+    int ok_lo = PyObject_RichCompareBool(PyTuple_GET_ITEM(self->arg, 1), lo, Py_LE);
+    int ok_hi = ok_lo > 0 ? PyObject_RichCompareBool(hi, PyTuple_GET_ITEM(self->arg, 2), Py_LE) : ok_lo;
+    if (ok_hi == 0)
+      PyErr_Format(PyExc_ValueError, "bind %R not in range [%R, %R]", val, PyTuple_GET_ITEM(self->arg, 1), PyTuple_GET_ITEM(self->arg, 2));
+    else if (ok_hi > 0) ret = (PyObject *)uop_new2(OP_BIND, self->dtype, self, uval, NULL);
+  }
+  Py_DECREF(uval);
+  return ret;
+}
+
+static PyObject *UOp_unbind(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  if (self->op != OP_BIND || self->nsrc != 2 || self->src[0]->op != OP_DEFINE_VAR || self->src[1]->op != OP_CONST)
+    return PyErr_Format(PyExc_ValueError, "can't unbind %S", ops_members[self->op]);
+  return PyTuple_Pack(2, (PyObject *)self->src[0], self->src[1]->arg);
+}
+static PyObject *UOp_val(UOp *self, void *c) {
+  UNUSED(c);
+  PyObject *t = UOp_unbind(self, NULL), *ret = t ? Py_NewRef(PyTuple_GET_ITEM(t, 1)) : NULL;
+  Py_XDECREF(t);
+  return ret;
+}
+
+/* vars(): the bound variables (BINDs) and the unbound DEFINE_VARs */
+static PyObject *UOp_vars(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  PyObject *order = uop_toposort_list(self, NULL), *ret = PySet_New(NULL), *bound_base = PySet_New(NULL);
+  if (!order || !ret || !bound_base) goto fail;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order); i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(order, i);
+    if (u->op == OP_BIND && u->nsrc >= 1 && u->src[0]->op == OP_DEFINE_VAR)
+      if (PySet_Add(ret, (PyObject *)u) < 0 || PySet_Add(bound_base, (PyObject *)u->src[0]) < 0) goto fail;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order); i++) {
+    PyObject *u = PyList_GET_ITEM(order, i);
+    if (((UOp *)u)->op == OP_DEFINE_VAR && PySet_Contains(bound_base, u) == 0 && PySet_Add(ret, u) < 0) goto fail;
+  }
+  Py_DECREF(order); Py_DECREF(bound_base);
+  return ret;
+fail:
+  Py_XDECREF(order); Py_XDECREF(ret); Py_XDECREF(bound_base);
+  return NULL;
+}
+
+/* variables(): the DEFINE_VARs, sorted by their arg */
+static PyObject *UOp_variables(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  PyObject *vars = UOp_vars(self, NULL), *uniq = vars ? PySet_New(NULL) : NULL, *list = NULL;
+  PyObject *it = uniq ? PyObject_GetIter(vars) : NULL, *v;
+  while (it && (v = PyIter_Next(it))) {
+    PyObject *var = ((UOp *)v)->op == OP_DEFINE_VAR ? v : (PyObject *)((UOp *)v)->src[0];
+    int rc = PySet_Add(uniq, var);
+    Py_DECREF(v);
+    if (rc < 0) break;
+  }
+  if (it && !PyErr_Occurred() && (list = PySequence_List(uniq))) {
+    /* sort by arg: decorate with (arg, index) pairs, sort, undecorate */
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    PyObject *dec = PyList_New(n);
+    for (Py_ssize_t i = 0; dec && i < n; i++)
+      PyList_SET_ITEM(dec, i, Py_BuildValue("(On)", ((UOp *)PyList_GET_ITEM(list, i))->arg, i));
+    if (dec && PyList_Sort(dec) == 0) {
+      PyObject *sorted = PyList_New(n);
+      for (Py_ssize_t i = 0; sorted && i < n; i++) {
+        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(dec, i), 1));
+        PyList_SET_ITEM(sorted, i, Py_NewRef(PyList_GET_ITEM(list, k)));
+      }
+      Py_SETREF(list, sorted);
+    } else Py_CLEAR(list);
+    Py_XDECREF(dec);
+  }
+  Py_XDECREF(it); Py_XDECREF(uniq); Py_XDECREF(vars);
+  return list;
+}
+
+/* ---- evaluation ---- */
+
+/* One node's value from its sources' values (Python numbers), as tinygrad's renderer_infer would
+ * compute it: cdiv/cmod for IDIV/MOD, Python operators otherwise. New reference. */
+static PyObject *eval_node(UOp *u, PyObject **v, PyObject *var_vals) {
+  switch (u->op) {
+  case OP_CONST: return Py_NewRef(u->arg);
+  case OP_DEFINE_VAR: {
+    PyObject *name = PyTuple_Check(u->arg) ? PyTuple_GET_ITEM(u->arg, 0) : u->arg, *val = PyDict_GetItemWithError(var_vals, name);
+    if (!val && !PyErr_Occurred()) PyErr_Format(PyExc_KeyError, "sym_infer: no value for variable %R", name);
+    return Py_XNewRef(val);
+  }
+  case OP_BIND: return Py_NewRef(v[0]);
+  case OP_ADD: return PyNumber_Add(v[0], v[1]);
+  case OP_SUB: return PyNumber_Subtract(v[0], v[1]);
+  case OP_MUL: return PyNumber_Multiply(v[0], v[1]);
+  case OP_IDIV: return py_cdiv(v[0], v[1]);
+  case OP_MOD: return py_cmod(v[0], v[1]);
+  case OP_MAX: return py_max(v, 2);
+  case OP_CMPLT: return PyObject_RichCompare(v[0], v[1], Py_LT);
+  case OP_CMPNE: return PyObject_RichCompare(v[0], v[1], Py_NE);
+  case OP_CMPEQ: return PyObject_RichCompare(v[0], v[1], Py_EQ);
+  case OP_AND: return PyNumber_And(v[0], v[1]);
+  case OP_OR: return PyNumber_Or(v[0], v[1]);
+  case OP_XOR: return PyNumber_Xor(v[0], v[1]);
+  case OP_SHL: return PyNumber_Lshift(v[0], v[1]);
+  case OP_SHR: return PyNumber_Rshift(v[0], v[1]);
+  case OP_NEG: return PyNumber_Negative(v[0]);
+  case OP_WHERE: {
+    int t = PyObject_IsTrue(v[0]);
+    return t < 0 ? NULL : Py_NewRef(t ? v[1] : v[2]);
+  }
+  case OP_CAST:
+    if (dtype_is_bool(u->dtype)) return PyBool_FromLong(PyObject_IsTrue(v[0]));
+    return dtype_is_float(u->dtype) ? PyNumber_Float(v[0]) : PyNumber_Long(v[0]);
+  default: return PyErr_Format(PyExc_ValueError, "sym_infer can't evaluate %S", ops_members[u->op]);
+  }
+}
+
+static PyObject *uop_eval(UOp *self, PyObject *var_vals) {
+  PtrVec order = {0};   /* owns the values */
+  PtrMap values = {0};
+  PyObject *ret = NULL, *args[3] = {NULL, NULL, NULL};
+  PyObject *order_list = uop_toposort_list(self, NULL);
+  if (!order_list) return NULL;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order_list); i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(order_list, i);
+    int n = u->nsrc < 3 ? u->nsrc : 3;
+    for (int s = 0; s < n; s++) args[s] = ptrmap_get(&values, u->src[s]);
+    PyObject *val = eval_node(u, args, var_vals);
+    if (!val || ptrmap_set(&values, u, val) < 0 || ptrvec_push(&order, val) < 0) { Py_XDECREF(val); goto end; }
+  }
+  ret = Py_NewRef(ptrmap_get(&values, self));
+end:
+  for (Py_ssize_t i = 0; i < order.len; i++) Py_DECREF((PyObject *)order.items[i]);
+  ptrvec_free(&order); ptrmap_free(&values);
+  Py_DECREF(order_list);
+  return ret;
+}
+
+static PyObject *UOp_sym_infer(UOp *self, PyObject *var_vals) {
+  if (!PyDict_Check(var_vals)) return PyErr_Format(PyExc_TypeError, "sym_infer needs a dict of variable values");
+  return uop_eval(self, var_vals);
+}
+
+/* _eval: the single value of a node whose bounds meet (tinygrad simplifies first; see notes) */
+static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject *want, const char *what) {
+  if (!dtype_ok(self->dtype)) return PyErr_Format(PyExc_TypeError, "eval with wrong dtype: %s of %R", what, (PyObject *)self->dtype);
+  PyObject *lo, *hi;
+  if (uop_min_max(self, &lo, &hi) < 0) return NULL;
+  int eq = PyObject_RichCompareBool(lo, hi, Py_EQ);
+  if (eq < 0) return NULL;
+  if (!eq) return PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %R to %R", lo, hi);
+  if (!PyObject_TypeCheck(lo, want)) return PyErr_Format(PyExc_TypeError, "vmin is wrong type %.100s", Py_TYPE(lo)->tp_name);
+  return Py_NewRef(lo);
+}
+static bool is_bool_dtype(DType *dt) { return dt == DTYPE(BOOL); }
+static bool is_int_dtype(DType *dt) { return dtype_is_int(dt) && dt != DTYPE(INDEX) && dt->count == 1; }
+static bool is_float_dtype(DType *dt) { return dtype_is_float(dt) && dt->count == 1; }
+
+int uop_bool(UOp *self) {
+  PyObject *v = eval_single(self, is_bool_dtype, &PyBool_Type, "bool");
+  int t = v ? PyObject_IsTrue(v) : -1;
+  Py_XDECREF(v);
+  return t;
+}
+PyObject *uop_int(UOp *self) { return eval_single(self, is_int_dtype, &PyLong_Type, "int"); }
+PyObject *uop_float(UOp *self) { return eval_single(self, is_float_dtype, &PyFloat_Type, "float"); }
+
+static PyObject *UOp_sintify(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  return Py_NewRef(self->op == OP_CONST ? self->arg : (PyObject *)self);
+}
+
+PyGetSetDef uop_range_getset[] = {
+  {"vmin", (getter)UOp_vmin, NULL, "lower bound of the value", NULL},
+  {"vmax", (getter)UOp_vmax, NULL, "upper bound of the value", NULL},
+  {"_min_max", (getter)UOp_min_max_, NULL, NULL, NULL},
+  {"expr", (getter)UOp_expr, NULL, "a variable's name", NULL},
+  {"val", (getter)UOp_val, NULL, "a bound variable's value", NULL},
+  {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyMethodDef uop_range_methods[] = {
+  {"const_factor", (PyCFunction)UOp_const_factor, METH_NOARGS, "largest known int that divides self"},
+  {"divides", (PyCFunction)UOp_divides, METH_O, NULL},
+  {"pop_const", (PyCFunction)(void (*)(void))UOp_pop_const, METH_VARARGS | METH_KEYWORDS, NULL},
+  {"gcd", (PyCFunction)UOp_gcd, METH_VARARGS | METH_STATIC, NULL},
+  {"split_uop", (PyCFunction)UOp_split_uop, METH_O, NULL},
+  {"sum", (PyCFunction)UOp_sum, METH_VARARGS, NULL},
+  {"prod", (PyCFunction)UOp_prod, METH_VARARGS, NULL},
+  {"is_increasing", (PyCFunction)UOp_is_increasing, METH_NOARGS, NULL},
+  {"overflows", (PyCFunction)UOp_overflows, METH_O, NULL},
+  {"bind", (PyCFunction)UOp_bind, METH_O, NULL},
+  {"unbind", (PyCFunction)UOp_unbind, METH_NOARGS, NULL},
+  {"vars", (PyCFunction)UOp_vars, METH_NOARGS, NULL},
+  {"variables", (PyCFunction)UOp_variables, METH_NOARGS, NULL},
+  {"sym_infer", (PyCFunction)UOp_sym_infer, METH_O, NULL},
+  {"sintify", (PyCFunction)UOp_sintify, METH_NOARGS, NULL},
+  {NULL, NULL, 0, NULL},
+};
+
+int tinyc_init_uop_range(PyObject *m) {
+  UNUSED(m);
+  PyObject *math = PyImport_ImportModule("math");
+  if (!math) return -1;
+  math_gcd = PyObject_GetAttrString(math, "gcd");
+  Py_DECREF(math);
+  return math_gcd ? 0 : -1;
+}

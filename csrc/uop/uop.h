@@ -1,0 +1,114 @@
+/* The UOp core: the ops enum (tinygrad/uop/__init__.py) and the UOp type (tinygrad/uop/ops.py). */
+#ifndef TINYC_UOP_H
+#define TINYC_UOP_H
+#include "../tinyc.h"
+#include "../dtype.h"
+#include "ops_list.h"
+
+/* ---- ops (uop/__init__.py) ---- */
+
+typedef enum {
+  OP_NONE = 0,               /* values start at 1, as tinygrad's auto() */
+#define X(name) OP_##name,
+  OPS_LIST(X)
+#undef X
+  OP_COUNT
+} Op;
+
+extern const char *const op_names[OP_COUNT];   /* "ADD", ... ; op_names[0] is NULL */
+extern PyObject *ops_members[OP_COUNT];        /* the tinyc.Ops members, borrowed */
+extern PyObject *Ops_Type;                     /* the tinyc.Ops IntEnum class */
+
+/* A set of ops as a bit set: GroupOp's groups, pattern early-reject sets. */
+typedef struct { uint64_t bits[2]; } OpSet;
+static inline bool opset_has(OpSet s, int op) { return (s.bits[op >> 6] >> (op & 63)) & 1; }
+static inline void opset_add(OpSet *s, int op) { s->bits[op >> 6] |= (uint64_t)1 << (op & 63); }
+
+/* GroupOp, with tinygrad's members (filled at init from ops_enum.c's tables). */
+typedef enum {
+  GROUP_Unary, GROUP_Binary, GROUP_Ternary, GROUP_ALU, GROUP_Elementwise, GROUP_Defines, GROUP_Irreducible,
+  GROUP_Movement, GROUP_Buffer, GROUP_Commutative, GROUP_Associative, GROUP_Idempotent, GROUP_Comparison,
+  GROUP_UnsafePad, GROUP_All, GROUP_COUNT
+} GroupId;
+extern OpSet group_ops[GROUP_COUNT];
+#define IN_GROUP(op, G) opset_has(group_ops[GROUP_##G], (op))
+
+/* Op from a Python object (an Ops member or an int in range); -1 with TypeError/ValueError set. */
+int op_from_object(PyObject *o);
+
+/* AxisType (uop/ops.py), values from 1 in tinygrad's order */
+#define AXIS_TYPES(X) X(GLOBAL) X(WARP) X(LOCAL) X(LOOP) X(GROUP_REDUCE) X(REDUCE) X(UPCAST) X(UNROLL) \
+  X(THREAD) X(OUTER) X(PLACEHOLDER)
+typedef enum {
+  AXIS_NONE = 0,
+#define X(name) AXIS_##name,
+  AXIS_TYPES(X)
+#undef X
+  AXIS_COUNT
+} AxisTypeId;
+extern PyObject *axistype_members[AXIS_COUNT];  /* borrowed */
+
+/* ---- UOp ---- */
+
+/* Rarely-set or derived fields live outside the node, made on first need, to keep a node small. */
+typedef struct UOpExtra {
+  PyObject *tag;        /* NULL for None */
+  PyObject *vmin;       /* cached range bounds, NULL until computed */
+  PyObject *vmax;
+  PyObject *key;        /* cached content hash (bytes) */
+} UOpExtra;
+
+typedef struct UOp {
+  PyObject_HEAD
+  uint8_t op;            /* Op */
+  uint8_t flags;
+  uint16_t nsrc;
+  uint32_t hash;         /* hash of (op, dtype, src, arg, tag) for the intern table */
+  DType *dtype;          /* borrowed: dtypes are immortal */
+  PyObject *arg;         /* owned, never NULL (Py_None) */
+  UOpExtra *extra;       /* NULL when the tag is None and nothing is cached */
+  struct UOp *src[];     /* owned */
+} UOp;
+
+extern PyTypeObject UOp_Type;
+#define UOp_Check(o) (Py_TYPE(o) == &UOp_Type)
+
+static inline PyObject *uop_tag(const UOp *u) { return (u->extra && u->extra->tag) ? u->extra->tag : Py_None; }
+
+/* The one constructor: returns the live equal UOp if there is one, else a new one (hash-consing).
+ * src items are borrowed; arg/tag borrowed, NULL means None. New reference, NULL on error. */
+UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag);
+/* Convenience for fixed arity. */
+UOp *uop_new0(Op op, DType *dtype, PyObject *arg);
+UOp *uop_new1(Op op, DType *dtype, UOp *a, PyObject *arg);
+UOp *uop_new2(Op op, DType *dtype, UOp *a, UOp *b, PyObject *arg);
+UOp *uop_new3(Op op, DType *dtype, UOp *a, UOp *b, UOp *c, PyObject *arg);
+
+/* tinygrad's UOp.const(dtype, b) for a Python number / tuple / Invalid (no device, no shape). */
+UOp *uop_const(DType *dtype, PyObject *b);
+UOp *uop_const_int(DType *dtype, long long v);
+/* tinygrad's self.alu(op, *src): dtype from the last operand, bool for comparisons. */
+UOp *uop_alu(Op op, UOp *const *src, Py_ssize_t nsrc);
+/* tinygrad's ufix: x if a UOp, else self.const_like(x). New reference. */
+UOp *uop_ufix(UOp *self, PyObject *x);
+/* self.const_like(b) */
+UOp *uop_const_like(UOp *self, PyObject *b);
+
+/* The UOpExtra of a node, made if missing; NULL with MemoryError. */
+UOpExtra *uop_extra(UOp *u);
+
+/* Range analysis (vmin/vmax), cached per node, computed without recursion. Borrowed refs, NULL on error. */
+int uop_min_max(UOp *u, PyObject **vmin, PyObject **vmax);
+
+/* Toposort as tinygrad's: a list (new ref) of the nodes, sources first. gate may be NULL. */
+PyObject *uop_toposort_list(UOp *root, PyObject *gate);
+
+/* The number of live interned UOps (for tests of weak interning). */
+Py_ssize_t uop_intern_count(void);
+
+/* Methods of mixin/math.py (math.c) added to UOp's method table, and the number protocol. */
+extern PyMethodDef uop_math_methods[];
+extern PyNumberMethods uop_as_number;
+PyObject *uop_richcompare(PyObject *a, PyObject *b, int cmp);
+
+#endif

@@ -1,0 +1,13 @@
+"""tinyc: tinygrad 0.12.0's kernel-compiler core as a CPython extension in C.
+
+The types keep tinygrad's names and meaning: `from tinyc import UOp, Ops, dtypes` reads like
+`from tinygrad.uop.ops import UOp, Ops; from tinygrad.dtype import dtypes`.
+"""
+from tinyc import _C
+from tinyc._C import (Ops, GroupOp, AxisType, UOp, DType, PtrDType, AddrSpace, dtypes, Invalid, InvalidType,
+                      least_upper_dtype, least_upper_float, to_dtype, can_lossless_cast, sum_acc_dtype, truncate_value,
+                      KernelInfo, Opt, OptOps, KernelOptError)
+
+__all__ = ["Ops", "GroupOp", "AxisType", "UOp", "DType", "PtrDType", "AddrSpace", "dtypes", "Invalid", "InvalidType",
+           "least_upper_dtype", "least_upper_float", "to_dtype", "can_lossless_cast", "sum_acc_dtype", "truncate_value",
+           "KernelInfo", "Opt", "OptOps", "KernelOptError"]

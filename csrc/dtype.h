@@ -39,6 +39,10 @@ typedef struct DType {
   Py_ssize_t size;           /* -1 for unlimited */
 } DType;
 
+/* Note on `id`: it is DT_COUNT when scalar() is not one of the standard scalar dtypes: for every
+ * PtrDType (tinygrad's scalar() of a pointer is a pointer) and for hand-made DType(...)s. So never index
+ * scalar_dtypes[] with it unchecked; dtype_is_float & co. handle it (false, like tinygrad). */
+
 extern PyTypeObject DType_Type;
 extern PyTypeObject PtrDType_Type;
 extern DType *scalar_dtypes[DT_COUNT];   /* borrowed, immortal */
@@ -74,5 +78,17 @@ PyObject *dtype_truncate(DType *dt, PyObject *val);
 DType *dtype_from_py(PyObject *x);
 /* tinygrad's least_upper_dtype(*ds): borrowed. */
 DType *dtype_least_upper(DType *const *ds, Py_ssize_t n);
+
+/* The tinyc.dtypes class (a plain Python class, so default_float/default_int stay assignable). */
+extern PyObject *dtypes_class;
+/* dtypes.default_float / dtypes.default_int as currently set: borrowed. */
+DType *dtype_default_float(void);
+DType *dtype_default_int(void);
+/* least_upper_float, sum_acc_dtype, to_dtype (DType or str name): borrowed, NULL with an exception. */
+DType *dtype_least_upper_float(DType *dt);
+DType *dtype_sum_acc(DType *dt);
+DType *dtype_to_dtype(PyObject *x);
+/* can_lossless_cast(dt0, dt1): dt1 keeps every value of dt0. */
+bool dtype_can_lossless_cast(DType *dt0, DType *dt1);
 
 #endif

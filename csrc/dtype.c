@@ -300,6 +300,7 @@ static void DType_dealloc(DType *self) {
   Py_XDECREF(self->scalar_);
   Py_XDECREF(self->base);
   Py_XDECREF(self->vec_cache);
+  Py_XDECREF(self->repr_cache);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -321,7 +322,10 @@ static PyObject *ptr_repr(DType *dt) {
   return ret;
 }
 
-static PyObject *DType_repr(DType *self) { return self->is_ptr ? ptr_repr(self) : scalar_repr(self); }
+static PyObject *DType_repr(DType *self) {
+  if (!self->repr_cache) self->repr_cache = self->is_ptr ? ptr_repr(self) : scalar_repr(self);
+  return Py_XNewRef(self->repr_cache);
+}
 
 /* Python's default hash for objects: identity, as the interned dtypes compare by identity */
 static Py_hash_t identity_hash(PyObject *o) {

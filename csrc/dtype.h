@@ -31,6 +31,7 @@ typedef struct DType {
   PyObject *name;            /* str, e.g. "float", "float4" */
   struct DType *scalar_;     /* tinygrad's _scalar: NULL for a scalar */
   PyObject *vec_cache;       /* dict int -> DType, made on first vec() */
+  PyObject *repr_cache;      /* repr(), made on first use: keys and printing ask for it per node */
   /* PtrDType only (is_ptr): */
   bool is_ptr;
   struct DType *base;        /* the pointee dtype */

@@ -3,6 +3,7 @@
  * range analysis and the symbolic helpers in ops_range.c, operators in mixin/math.c. */
 #include "uop.h"
 #include "../helpers.h"
+#include <dlfcn.h>
 
 /* ------------------------------------------------------------------------------------------
  * The intern table: every live UOp, found by (op, dtype, src, arg, tag). Open addressing with
@@ -90,7 +91,8 @@ static int node_hash(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyOb
   uint64_t h = mix_hash((uint64_t)op, (uint64_t)(uintptr_t)dtype);
   for (Py_ssize_t i = 0; i < nsrc; i++) h = mix_hash(h, (uint64_t)(uintptr_t)src[i]);
   h = mix_hash(mix_hash(h, (uint64_t)harg), (uint64_t)htag);
-  *out = (uint32_t)(h ^ (h >> 32));
+  h ^= h >> 33, h *= 0xC2B2AE3D27D4EB4FULL, h ^= h >> 29, h *= 0x165667B19E3779F9ULL, h ^= h >> 32;   /* xxHash64's avalanche */
+  *out = (uint32_t)h;
   return 0;
 }
 
@@ -187,7 +189,7 @@ static void free_extra(UOp *u) {
   UOpExtra *e = u->extra;
   if (!e) return;
   u->extra = NULL;
-  Py_XDECREF(e->tag); Py_XDECREF(e->vmin); Py_XDECREF(e->vmax); Py_XDECREF(e->key);
+  Py_XDECREF(e->tag); Py_XDECREF(e->vmin); Py_XDECREF(e->vmax); Py_XDECREF(e->key); Py_XDECREF(e->bslice);
   PyMem_Free(e);
 }
 
@@ -254,10 +256,28 @@ PyObject *uop_toposort_list(UOp *root, PyObject *gate) {
   return ret;
 }
 
-static PyObject *dict_of_nodes(PtrVec *order, UOp *skip) {
-  PyObject *d = PyDict_New();
-  for (Py_ssize_t i = 0; d && i < order->len; i++)
-    if (order->items[i] != skip && PyDict_SetItem(d, order->items[i], Py_None) < 0) Py_CLEAR(d);
+static PyObject *new_dict(Py_ssize_t size) {
+#if PY_VERSION_HEX < 0x030D0000
+  return _PyDict_NewPresized(size);   /* no rehashing while filling a big one */
+#else
+  UNUSED(size);
+  return PyDict_New();
+#endif
+}
+
+/* backward_slice: every node below u in toposort order, u excluded; cached per node as tinygrad's
+ * cached_property is (the graph below a node never changes). Borrowed reference. */
+static PyObject *backward_slice(UOp *u) {
+  if (u->extra && u->extra->bslice) return u->extra->bslice;
+  PtrVec order = {0};
+  PyObject *d = NULL;
+  if (toposort_into(u, NULL, &order) == 0 && (d = new_dict(order.len))) {
+    for (Py_ssize_t i = 0; i < order.len - 1; i++)   /* the last one finished is u itself */
+      if (PyDict_SetItem(d, order.items[i], Py_None) < 0) { Py_CLEAR(d); break; }
+  }
+  ptrvec_free(&order);
+  if (d && !uop_extra(u)) Py_CLEAR(d);
+  if (d) u->extra->bslice = d;
   return d;
 }
 
@@ -265,31 +285,30 @@ static PyObject *UOp_toposort(UOp *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"gate", NULL};
   PyObject *gate = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:toposort", kwlist, &gate)) return NULL;
+  PyObject *ret = NULL;
+  if (gate == Py_None) {   /* the cached slice, then self last */
+    PyObject *slice = backward_slice(self);
+    if (slice && (ret = PyDict_Copy(slice)) && PyDict_SetItem(ret, (PyObject *)self, Py_None) < 0) Py_CLEAR(ret);
+    return ret;
+  }
   PtrVec order = {0};
-  PyObject *ret = toposort_into(self, gate == Py_None ? NULL : gate, &order) == 0 ? dict_of_nodes(&order, NULL) : NULL;
+  if (toposort_into(self, gate, &order) == 0 && (ret = new_dict(order.len)))
+    for (Py_ssize_t i = 0; i < order.len; i++)
+      if (PyDict_SetItem(ret, order.items[i], Py_None) < 0) { Py_CLEAR(ret); break; }
   ptrvec_free(&order);
   return ret;
 }
 
 static PyObject *UOp_backward_slice(UOp *self, void *closure) {
   UNUSED(closure);
-  PtrVec order = {0};
-  PyObject *ret = toposort_into(self, NULL, &order) == 0 ? dict_of_nodes(&order, self) : NULL;
-  ptrvec_free(&order);
-  return ret;
+  return Py_XNewRef(backward_slice(self));
 }
 
 static PyObject *UOp_backward_slice_with_self(UOp *self, void *closure) {
   UNUSED(closure);
-  PtrVec order = {0};
-  PyObject *ret = NULL;
-  if (toposort_into(self, NULL, &order) == 0 && (ret = PyDict_New())) {
-    /* tinygrad puts self first here: {self:None, **self.backward_slice} */
-    if (PyDict_SetItem(ret, (PyObject *)self, Py_None) < 0) Py_CLEAR(ret);
-    for (Py_ssize_t i = 0; ret && i < order.len; i++)
-      if (order.items[i] != self && PyDict_SetItem(ret, order.items[i], Py_None) < 0) Py_CLEAR(ret);
-  }
-  ptrvec_free(&order);
+  /* tinygrad puts self first here: {self:None, **self.backward_slice} */
+  PyObject *slice = backward_slice(self), *ret = slice ? new_dict(PyDict_GET_SIZE(slice) + 1) : NULL;
+  if (ret && (PyDict_SetItem(ret, (PyObject *)self, Py_None) < 0 || PyDict_Update(ret, slice) < 0)) Py_CLEAR(ret);
   return ret;
 }
 
@@ -330,29 +349,57 @@ static PyObject *UOp_get_consumer_map(UOp *self, PyObject *unused) {
  * same in every process (and equal to tinygrad's for the same graph). The hash is hashlib's.
  * ------------------------------------------------------------------------------------------ */
 
-static PyObject *sha256_fn;
+/* SHA-256 comes from OpenSSL's libcrypto, which CPython's hashlib has already loaded. Its low-level
+ * SHA256_Init/Update/Final skip the algorithm fetch and context allocation that hashlib.sha256 (and
+ * OpenSSL 3's one-shot SHA256()) pay on every call. Without libcrypto, hashlib is used. */
+typedef struct { unsigned char opaque[256]; } Sha256Ctx;   /* larger than OpenSSL's SHA256_CTX (112 bytes) */
+static int (*sha256_init)(Sha256Ctx *);
+static int (*sha256_update)(Sha256Ctx *, const void *, size_t);
+static int (*sha256_final)(unsigned char *, Sha256Ctx *);
+static PyObject *hashlib_sha256;
+
+static void find_libcrypto(void) {
+  static const char *const names[] = {"libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !sha256_final; i++) {
+    void *lib = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD);
+    if (!lib && !(lib = dlopen(names[i], RTLD_NOW))) continue;
+    *(void **)&sha256_init = dlsym(lib, "SHA256_Init");
+    *(void **)&sha256_update = dlsym(lib, "SHA256_Update");
+    *(void **)&sha256_final = dlsym(lib, "SHA256_Final");
+    if (!sha256_init || !sha256_update) sha256_final = NULL;
+  }
+}
+
+static PyObject *sha256_digest(const char *data, Py_ssize_t len) {
+  if (sha256_final) {
+    Sha256Ctx ctx;
+    unsigned char out[32];
+    sha256_init(&ctx);
+    sha256_update(&ctx, data, (size_t)len);
+    sha256_final(out, &ctx);
+    return PyBytes_FromStringAndSize((const char *)out, 32);
+  }
+  PyObject *bytes = PyBytes_FromStringAndSize(data, len), *hasher = bytes ? PyObject_CallOneArg(hashlib_sha256, bytes) : NULL;
+  PyObject *digest = hasher ? PyObject_CallMethod(hasher, "digest", NULL) : NULL;
+  Py_XDECREF(bytes); Py_XDECREF(hasher);
+  return digest;
+}
 
 static PyObject *compute_key(UOp *u) {
-  PyObject *head = Py_BuildValue("(OOO)", ops_members[u->op], (PyObject *)u->dtype, u->arg), *text = NULL;
-  PyObject *data = NULL, *digest = NULL, *hasher = NULL;
-  if (!head || !(text = PyObject_Str(head))) goto end;
+  /* str((op, dtype, arg)), written out: the tuple's str is the reprs of its items */
+  PyObject *text = PyUnicode_FromFormat("(%U, %R, %R)", ops_str[u->op], (PyObject *)u->dtype, u->arg), *digest = NULL;
   Py_ssize_t len;
-  const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+  const char *utf8 = text ? PyUnicode_AsUTF8AndSize(text, &len) : NULL;
   if (!utf8) goto end;
-  Py_ssize_t total = len;
-  for (int i = 0; i < u->nsrc; i++) total += PyBytes_GET_SIZE(u->src[i]->extra->key);
-  if (!(data = PyBytes_FromStringAndSize(NULL, total))) goto end;
-  char *out = PyBytes_AS_STRING(data);
-  memcpy(out, utf8, (size_t)len);
-  out += len;
-  for (int i = 0; i < u->nsrc; i++) {
-    PyObject *k = u->src[i]->extra->key;
-    memcpy(out, PyBytes_AS_STRING(k), (size_t)PyBytes_GET_SIZE(k));
-    out += PyBytes_GET_SIZE(k);
-  }
-  if ((hasher = PyObject_CallOneArg(sha256_fn, data))) digest = PyObject_CallMethod(hasher, "digest", NULL);
+  size_t total = (size_t)len + 32 * (size_t)u->nsrc;
+  char stack_buf[512], *buf = total <= sizeof(stack_buf) ? stack_buf : PyMem_Malloc(total);
+  if (!buf) { PyErr_NoMemory(); goto end; }
+  memcpy(buf, utf8, (size_t)len);
+  for (int i = 0; i < u->nsrc; i++) memcpy(buf + len + 32 * i, PyBytes_AS_STRING(u->src[i]->extra->key), 32);
+  digest = sha256_digest(buf, (Py_ssize_t)total);
+  if (buf != stack_buf) PyMem_Free(buf);
 end:
-  Py_XDECREF(head); Py_XDECREF(text); Py_XDECREF(data); Py_XDECREF(hasher);
+  Py_XDECREF(text);
   return digest;
 }
 
@@ -453,7 +500,7 @@ static int printer_print(Printer *p, UOp *u, int indent) {
   int rc = -1;
   if (!argstr || !tagstr) goto end;
   name = pi->uses > 1 ? PyUnicode_FromFormat("x%zd:=", pi->id) : PyUnicode_FromString("");
-  if (!name || append_str(p->parts, PyUnicode_FromFormat("%U%UUOp(%S, %R, arg=%U%U, src=(", pad, name, ops_members[u->op],
+  if (!name || append_str(p->parts, PyUnicode_FromFormat("%U%UUOp(%U, %R, arg=%U%U, src=(", pad, name, ops_str[u->op],
                                                          (PyObject *)u->dtype, argstr, tagstr)) < 0) goto end;
   for (int i = 0; i < u->nsrc; i++) {
     if (append_str(p->parts, PyUnicode_FromString("\n")) < 0 || printer_print(p, u->src[i], indent + 2) < 0 ||
@@ -492,7 +539,8 @@ end:
 
 /* Parse a src argument (tuple or list of UOps) into a borrowed C array; returns the length or -1. */
 static Py_ssize_t parse_src(PyObject *src, UOp ***out, PyObject **seq_out) {
-  PyObject *seq = PySequence_Fast(src, "UOp src must be a tuple of UOps");
+  if (PyTuple_CheckExact(src)) Py_INCREF(src);
+  PyObject *seq = PyTuple_CheckExact(src) ? src : PySequence_Fast(src, "UOp src must be a tuple of UOps");
   if (!seq) return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject **items = PySequence_Fast_ITEMS(seq);
@@ -534,6 +582,27 @@ static PyObject *UOp_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   PyObject *op, *dtype = NULL, *src = NULL, *arg = Py_None, *tag = Py_None, *metadata = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOOOO:UOp", kwlist, &op, &dtype, &src, &arg, &tag, &metadata)) return NULL;
   return (PyObject *)uop_from_python(op, dtype, src, arg, tag);
+}
+
+/* UOp(...) without building an argument tuple: node creation is the hottest call there is. */
+static PyObject *UOp_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+  static const char *const names[] = {"op", "dtype", "src", "arg", "tag", "metadata"};
+  PyObject *v[6] = {NULL, NULL, NULL, Py_None, Py_None, Py_None};
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs > 6) return PyErr_Format(PyExc_TypeError, "UOp() takes at most 6 arguments (%zd given)", nargs);
+  for (Py_ssize_t i = 0; i < nargs; i++) v[i] = args[i];
+  for (Py_ssize_t k = 0; k < nkw; k++) {
+    PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+    int slot = -1;
+    for (int j = 0; j < 6 && slot < 0; j++)
+      if (PyUnicode_CompareWithASCIIString(name, names[j]) == 0) slot = j;
+    if (slot < 0) return PyErr_Format(PyExc_TypeError, "UOp() got an unexpected keyword argument %R", name);
+    if (slot < nargs) return PyErr_Format(PyExc_TypeError, "UOp() got multiple values for argument %R", name);
+    v[slot] = args[nargs + k];
+  }
+  if (!v[0]) return PyErr_Format(PyExc_TypeError, "UOp() missing required argument 'op'");
+  UNUSED(type);
+  return (PyObject *)uop_from_python(v[0], v[1], v[2], v[3], v[4]);
 }
 
 static PyObject *src_tuple(UOp *u) {
@@ -664,6 +733,7 @@ PyTypeObject UOp_Type = {
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "UOp(op, dtype=dtypes.void, src=(), arg=None, tag=None): an immutable, hash-consed graph node",
   .tp_new = UOp_new,
+  .tp_vectorcall = UOp_vectorcall,
   .tp_free = PyObject_Free,
 };
 
@@ -699,8 +769,9 @@ int tinyc_init_uop_range(PyObject *m);
 
 int tinyc_init_uop(PyObject *m) {
   PyObject *hashlib = PyImport_ImportModule("hashlib");
-  if (!hashlib || !(sha256_fn = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
+  if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
   Py_DECREF(hashlib);
+  find_libcrypto();
   if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }
   table_cap = TABLE_MIN_CAP;
   PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, uop_math_methods, uop_range_methods};

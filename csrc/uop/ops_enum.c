@@ -9,6 +9,7 @@ const char *const op_names[OP_COUNT] = {
 #undef X
 };
 PyObject *ops_members[OP_COUNT];
+PyObject *ops_str[OP_COUNT];
 PyObject *Ops_Type;
 PyObject *axistype_members[AXIS_COUNT];
 OpSet group_ops[GROUP_COUNT];
@@ -72,24 +73,17 @@ int op_from_object(PyObject *o) {
   return (int)v;
 }
 
-/* Make an enum whose str() and repr() are both "Cls.NAME", as tinygrad's FastEnum/AxisType/AddrSpace. */
+/* Make an enum whose str(), repr() and format() all give "Cls.NAME", as tinygrad's FastEnum/AxisType. */
 static PyObject *make_named_enum(const char *base, const char *clsname, const char *const *names) {
   PyObject *cls = tinyc_make_enum(base, clsname, names);
   if (!cls) return NULL;
-  PyObject *enum_mod = PyImport_ImportModule("enum"), *enum_str = NULL;
-  if (enum_mod) {
-    PyObject *enum_cls = PyObject_GetAttrString(enum_mod, "Enum");
-    if (enum_cls) enum_str = PyObject_GetAttrString(enum_cls, "__str__");
-    Py_XDECREF(enum_cls);
-    Py_DECREF(enum_mod);
-  }
-  if (!enum_str || PyObject_SetAttrString(cls, "__str__", enum_str) < 0 || PyObject_SetAttrString(cls, "__repr__", enum_str) < 0 ||
-      PyObject_SetAttrString(cls, "__format__", enum_str) < 0) {
-    Py_XDECREF(enum_str);
-    Py_DECREF(cls);
-    return NULL;
-  }
-  Py_DECREF(enum_str);
+  PyObject *enum_mod = PyImport_ImportModule("enum"), *enum_cls = enum_mod ? PyObject_GetAttrString(enum_mod, "Enum") : NULL;
+  PyObject *str = enum_cls ? PyObject_GetAttrString(enum_cls, "__str__") : NULL;
+  PyObject *fmt = enum_cls ? PyObject_GetAttrString(enum_cls, "__format__") : NULL;
+  int rc = str && fmt && PyObject_SetAttrString(cls, "__str__", str) == 0 && PyObject_SetAttrString(cls, "__repr__", str) == 0 &&
+           PyObject_SetAttrString(cls, "__format__", fmt) == 0 ? 0 : -1;
+  Py_XDECREF(enum_mod); Py_XDECREF(enum_cls); Py_XDECREF(str); Py_XDECREF(fmt);
+  if (rc < 0) Py_CLEAR(cls);
   return cls;
 }
 
@@ -116,7 +110,10 @@ static PyObject *make_group_op_class(void) {
     Py_DECREF(set);
     if (rc < 0) goto fail;
   }
-  if (PyDict_SetItemString(dict, "__module__", PyUnicode_FromString("tinyc")) < 0) goto fail;
+  PyObject *module_name = PyUnicode_FromString("tinyc");
+  int rc = module_name ? PyDict_SetItemString(dict, "__module__", module_name) : -1;
+  Py_XDECREF(module_name);
+  if (rc < 0) goto fail;
   PyObject *cls = PyObject_CallFunction((PyObject *)&PyType_Type, "s()O", "GroupOp", dict);
   Py_DECREF(dict);
   return cls;
@@ -133,6 +130,8 @@ int tinyc_init_ops_enum(PyObject *m) {
   list[OP_COUNT - 1] = NULL;
   if (!(Ops_Type = make_named_enum("IntEnum", "Ops", list))) return -1;
   if (collect_members(Ops_Type, ops_members, OP_COUNT) < 0 || tinyc_add(m, "Ops", Ops_Type) < 0) return -1;
+  for (int op = 1; op < OP_COUNT; op++)
+    if (!(ops_str[op] = PyUnicode_FromFormat("Ops.%s", op_names[op]))) return -1;
 
   static const char *const axis_names[] = {
 #define X(name) #name,

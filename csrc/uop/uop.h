@@ -18,6 +18,7 @@ typedef enum {
 extern const char *const op_names[OP_COUNT];   /* "ADD", ... ; op_names[0] is NULL */
 extern PyObject *ops_members[OP_COUNT];        /* the tinyc.Ops members, borrowed */
 extern PyObject *Ops_Type;                     /* the tinyc.Ops IntEnum class */
+extern PyObject *ops_str[OP_COUNT];            /* "Ops.ADD", ...: str() of each member, made once */
 
 /* A set of ops as a bit set: GroupOp's groups, pattern early-reject sets. */
 typedef struct { uint64_t bits[2]; } OpSet;
@@ -56,6 +57,7 @@ typedef struct UOpExtra {
   PyObject *vmin;       /* cached range bounds, NULL until computed */
   PyObject *vmax;
   PyObject *key;        /* cached content hash (bytes) */
+  PyObject *bslice;     /* cached backward_slice dict (without the node: no reference cycle) */
 } UOpExtra;
 
 typedef struct UOp {

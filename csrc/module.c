@@ -27,7 +27,8 @@ static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",
 PyMODINIT_FUNC PyInit__C(void) {
   PyObject *m = PyModule_Create(&tinyc_module);
   if (!m) return NULL;
-  if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_opt(m) < 0) {
+  if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 ||
+      tinyc_init_opt(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

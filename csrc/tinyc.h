@@ -19,12 +19,12 @@ static inline int tinyc_add(PyObject *module, const char *name, PyObject *obj) {
 /* Build an enum.Enum / enum.IntEnum subclass from a NULL-terminated list of names, values from 1.
  * `base` is "Enum" or "IntEnum"; the class is placed in module `tinyc` for pickling. Returns a new ref. */
 PyObject *tinyc_make_enum(const char *base, const char *clsname, const char *const *names);
-/* The member of an enum class with value `value`, borrowed from `members` (a tuple in value order). */
 
 /* Initialisers of each part, called from PyInit__C in module.c. */
 int tinyc_init_dtype(PyObject *m);
 int tinyc_init_ops_enum(PyObject *m);
 int tinyc_init_uop(PyObject *m);
+int tinyc_init_upat(PyObject *m);
 int tinyc_init_opt(PyObject *m);
 
 #endif

@@ -1,0 +1,190 @@
+/* tinygrad/uop/ops.py, "simple graph rewrite engine": graph_rewrite as tinygrad 0.12.0's
+ * RewriteContext.unified_rewrite, with the same stack discipline (a deque: pop from the right,
+ * re-queue on the left) so the same rules meet the same nodes in the same order. */
+#include "upat.h"
+#include "../helpers.h"
+
+#define REWRITE_STACK_LIMIT 250000
+
+typedef struct { UOp *n, *new_n; int stage; } Frame;
+
+/* a ring-buffer deque of frames */
+typedef struct { Frame *buf; size_t cap, head, len; } Deque;
+
+static int deque_reserve(Deque *d) {
+  if (d->len < d->cap) return 0;
+  size_t cap = d->cap ? d->cap * 2 : 256;
+  Frame *buf = PyMem_Malloc(cap * sizeof(Frame));
+  if (!buf) { PyErr_NoMemory(); return -1; }
+  for (size_t i = 0; i < d->len; i++) buf[i] = d->buf[(d->head + i) % d->cap];
+  PyMem_Free(d->buf);
+  d->buf = buf, d->cap = cap, d->head = 0;
+  return 0;
+}
+static int push_right(Deque *d, UOp *n, int stage, UOp *new_n) {
+  if (deque_reserve(d) < 0) return -1;
+  d->buf[(d->head + d->len++) % d->cap] = (Frame){n, new_n, stage};
+  return 0;
+}
+static int push_left(Deque *d, UOp *n, int stage, UOp *new_n) {
+  if (deque_reserve(d) < 0) return -1;
+  d->head = (d->head + d->cap - 1) % d->cap;
+  d->buf[d->head] = (Frame){n, new_n, stage};
+  d->len++;
+  return 0;
+}
+static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) % d->cap]; }
+
+typedef struct {
+  PatternMatcher *pm, *bpm;
+  PyObject *ctx;
+  PtrMap replace;            /* node -> its rewritten node */
+  PtrMap bpm_cache;          /* node -> bottom-up result, or the NO_MATCH marker */
+  PtrMap on_stack;
+  PyObject *keep;            /* a list owning every node made here, so the maps' pointers stay valid */
+} Rewriter;
+
+static char no_match_marker;
+#define NO_MATCH ((void *)&no_match_marker)
+
+static int keep_alive(Rewriter *rw, PyObject *o) { return PyList_Append(rw->keep, o); }
+
+/* the bottom-up matcher's result for x, cached; *out NULL when nothing fires */
+static int cached_bpm_rewrite(Rewriter *rw, UOp *x, UOp **out) {
+  void *hit = ptrmap_get(&rw->bpm_cache, x);
+  if (hit) { *out = hit == NO_MATCH ? NULL : hit; return 0; }
+  PyObject *ret = pm_rewrite(rw->bpm, x, rw->ctx, true);
+  if (!ret && PyErr_Occurred()) return -1;
+  if (ret && keep_alive(rw, ret) < 0) { Py_DECREF(ret); return -1; }
+  Py_XDECREF(ret);   /* kept alive by rw->keep */
+  *out = (UOp *)ret;
+  return ptrmap_set(&rw->bpm_cache, x, ret ? ret : NO_MATCH);
+}
+
+/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error. */
+static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
+  PtrMap seen = {0};
+  UOp *test_n = n;
+  int rc = 0;
+  while (test_n) {
+    if (ptrmap_has(&seen, test_n)) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); rc = -1; break; }
+    if (ptrmap_set(&seen, test_n, test_n) < 0) { rc = -1; break; }
+    UOp *next;
+    if (cached_bpm_rewrite(rw, test_n, &next) < 0) {
+      if (PyErr_ExceptionMatches(BottomUpGate)) {   /* the rule says: this node is final, don't descend */
+        PyErr_Clear();
+        rc = ptrmap_set(&rw->replace, n, test_n) < 0 ? -1 : 1;
+      } else rc = -1;
+      break;
+    }
+    *new_n = test_n, test_n = next;
+  }
+  ptrmap_free(&seen);
+  return rc;
+}
+
+static int stage0(Rewriter *rw, Deque *stack, UOp *n) {
+  UOp *new_n = n;
+  if (rw->bpm) {
+    int r = bottom_up_fixed_point(rw, n, &new_n);
+    if (r) return r < 0 ? -1 : 0;
+  }
+  if (push_right(stack, n, 1, new_n) < 0) return -1;
+  for (int i = new_n->nsrc - 1; i >= 0; i--) {
+    UOp *x = new_n->src[i];
+    if (ptrmap_has(&rw->on_stack, x)) continue;
+    if (push_right(stack, x, 0, x) < 0 || ptrmap_set(&rw->on_stack, x, x) < 0) return -1;
+  }
+  return 0;
+}
+
+/* Stage 1: once every source is rewritten, rebuild the node (sources changed) or run the top-down
+ * matcher on it; either way the result goes through stage 0 and is linked back in stage 2.
+ * Returns 1 when it had to wait (re-queued), 0 otherwise, -1 on error. */
+static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
+  UOp *stack_src[8], **src = new_n->nsrc <= 8 ? stack_src : PyMem_Malloc(sizeof(UOp *) * new_n->nsrc);
+  if (!src) { PyErr_NoMemory(); return -1; }
+  bool changed = false;
+  int rc = 0;
+  for (int i = 0; i < new_n->nsrc; i++) {
+    UOp *rx = ptrmap_get(&rw->replace, new_n->src[i]);
+    if (!rx) { rc = push_left(stack, n, 1, new_n) < 0 ? -1 : 1; goto end; }
+    src[i] = rx;
+    changed |= rx != new_n->src[i];
+  }
+  UOp *next;
+  if (!changed) {
+    PyObject *ret = rw->pm ? pm_rewrite(rw->pm, new_n, rw->ctx, true) : NULL;
+    if (!ret) { rc = PyErr_Occurred() ? -1 : ptrmap_set(&rw->replace, n, new_n); goto end; }
+    int k = keep_alive(rw, ret);
+    Py_DECREF(ret);
+    if (k < 0) { rc = -1; goto end; }
+    next = (UOp *)ret;
+  } else {
+    next = uop_new(new_n->op, new_n->dtype, src, new_n->nsrc, new_n->arg, uop_tag(new_n));
+    if (!next) { rc = -1; goto end; }
+    int k = keep_alive(rw, (PyObject *)next);
+    Py_DECREF(next);
+    if (k < 0) { rc = -1; goto end; }
+  }
+  rc = (push_right(stack, n, 2, next) < 0 || push_right(stack, next, 0, next) < 0) ? -1 : 0;
+end:
+  if (src != stack_src) PyMem_Free(src);
+  return rc;
+}
+
+static UOp *unified_rewrite(Rewriter *rw, UOp *root) {
+  Deque stack = {0};
+  UOp *ret = NULL;
+  size_t waiting = 0;   /* frames re-queued in a row: a full lap of them means no progress is possible */
+  if (push_right(&stack, root, 0, root) < 0 || ptrmap_set(&rw->on_stack, root, root) < 0) goto end;
+  while (stack.len) {
+    if (stack.len > REWRITE_STACK_LIMIT) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in graph_rewrite (stack too big)"); goto end; }
+    if (waiting > stack.len) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); goto end; }
+    Frame f = pop_right(&stack);
+    if (ptrmap_has(&rw->replace, f.n)) continue;
+    int r;
+    if (f.stage == 0) r = stage0(rw, &stack, f.n);
+    else if (f.stage == 1) r = stage1(rw, &stack, f.n, f.new_n);
+    else {
+      UOp *done = ptrmap_get(&rw->replace, f.new_n);
+      r = done ? ptrmap_set(&rw->replace, f.n, done) : (push_left(&stack, f.n, 2, f.new_n) < 0 ? -1 : 1);
+    }
+    if (r < 0) goto end;
+    waiting = r == 1 ? waiting + 1 : 0;
+  }
+  ret = ptrmap_get(&rw->replace, root);
+  Py_XINCREF(ret);
+end:
+  PyMem_Free(stack.buf);
+  return ret;
+}
+
+UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
+  Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, {0}, {0}, PyList_New(0)};
+  if (!rw.keep) return NULL;
+  UOp *ret = unified_rewrite(&rw, sink);
+  ptrmap_free(&rw.replace); ptrmap_free(&rw.bpm_cache); ptrmap_free(&rw.on_stack);
+  Py_DECREF(rw.keep);
+  return ret;
+}
+
+static PyObject *py_graph_rewrite(PyObject *mod, PyObject *args, PyObject *kw) {
+  UNUSED(mod);
+  static char *kwlist[] = {"sink", "pm", "ctx", "bottom_up", "name", "bpm", NULL};
+  PyObject *sink, *pm, *ctx = Py_None, *name = Py_None, *bpm = Py_None;
+  int bottom_up = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OpOO:graph_rewrite", kwlist, &sink, &pm, &ctx, &bottom_up, &name, &bpm)) return NULL;
+  if (!UOp_Check(sink)) return PyErr_Format(PyExc_TypeError, "graph_rewrite needs a UOp, not %.100s", Py_TYPE(sink)->tp_name);
+  if (!PatternMatcher_Check(pm)) return PyErr_Format(PyExc_TypeError, "graph_rewrite needs a PatternMatcher, not %.100s", Py_TYPE(pm)->tp_name);
+  if (bpm != Py_None && !PatternMatcher_Check(bpm)) return PyErr_Format(PyExc_TypeError, "bpm must be a PatternMatcher");
+  return (PyObject *)graph_rewrite((UOp *)sink, (PatternMatcher *)pm, ctx, bottom_up, bpm == Py_None ? NULL : (PatternMatcher *)bpm);
+}
+
+static PyMethodDef rewrite_functions[] = {
+  {"graph_rewrite", (PyCFunction)(void (*)(void))py_graph_rewrite, METH_VARARGS | METH_KEYWORDS,
+   "graph_rewrite(sink, pm, ctx=None, bottom_up=False, name=None, bpm=None)"},
+  {NULL, NULL, 0, NULL},
+};
+
+int tinyc_init_rewrite(PyObject *m) { return PyModule_AddFunctions(m, rewrite_functions); }

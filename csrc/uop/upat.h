@@ -1,0 +1,90 @@
+/* UPat, PatternMatcher and graph_rewrite (tinygrad/uop/ops.py, "pattern matcher" and "graph rewrite
+ * engine"). Rules are data: a UPat plus either a Python callable or a C function. */
+#ifndef TINYC_UPAT_H
+#define TINYC_UPAT_H
+#include "uop.h"
+
+/* Captures: a pattern names the nodes it binds; every distinct name gets one slot, program-wide.
+ * The names tinygrad's rule files use most have fixed slots, so a C rule reads `m->x`, `m->c1`. */
+#define CAPTURE_NAMES(X) X(x) X(y) X(z) X(c) X(c0) X(c1) X(c2) X(c3) X(d) X(d1) X(d2) X(a) X(b) X(u) X(v) \
+  X(w) X(r) X(s) X(g) X(n) X(k) X(e) X(f) X(t) X(idx) X(buf) X(gate) X(cond) X(val) X(root) X(alu) X(ld) X(st) \
+  X(var) X(rng) X(base) X(acc) X(out) X(ex) X(gep) X(vec) X(cast) X(bc) X(src) X(mul) X(add) X(lt) X(ne) X(m1)
+enum {
+#define X(n) CAP_##n,
+  CAPTURE_NAMES(X)
+#undef X
+  CAP_FIXED
+};
+#define MAX_CAPTURES 256
+typedef union Captures {
+  struct {
+#define X(n) UOp *n;
+    CAPTURE_NAMES(X)
+#undef X
+  };
+  UOp *slot[MAX_CAPTURES];
+} Captures;
+
+/* A C rewrite: the captures and the rewrite's ctx in, a new reference out; NULL without an
+ * exception means "no rewrite" (tinygrad's None). */
+typedef UOp *(*NativeFn)(Captures *m, PyObject *ctx);
+
+typedef enum { SRC_NONE, SRC_TUPLE, SRC_PERMUTE, SRC_REPEAT } SrcKind;
+
+typedef struct UPat {
+  PyObject_HEAD
+  OpSet ops;                 /* allowed ops; meaningful when has_ops */
+  bool has_ops, is_any, strict_length;
+  SrcKind src_kind;
+  int nsrc, nperms, required_len;
+  int slot;                  /* capture slot of `name`, -1 when unnamed */
+  DType **dtypes;            /* allowed dtypes (borrowed, immortal), ndtypes == 0: any */
+  int ndtypes;
+  struct UPat **src;         /* owned: the tuple (SRC_TUPLE/PERMUTE) or the repeated one (SRC_REPEAT) */
+  uint8_t *perms;            /* SRC_PERMUTE: nperms rows of nsrc indices, itertools.permutations order */
+  OpSet early_reject;        /* ops that must appear among a node's sources for this pattern to match */
+  PyObject *op, *dtype, *arg, *name, *in_src, *custom_early_reject, *location;   /* Python views; arg NULL: any */
+} UPat;
+
+extern PyTypeObject UPat_Type;
+#define UPat_Check(o) PyObject_TypeCheck((o), &UPat_Type)
+
+typedef struct Rule {
+  UPat *pat;
+  PyObject *fn;              /* a Python callable, or NULL for a native rule */
+  NativeFn native;
+  bool wants_ctx;            /* the Python callable has a `ctx` parameter */
+  int nnames;                /* the capture slots named anywhere in the pattern */
+  int *names;
+} Rule;
+
+typedef struct PatternMatcher {
+  PyObject_HEAD
+  Rule **rules;              /* shared, reference counted through `owners` */
+  int nrules;
+  int *by_op[OP_COUNT];      /* rule indices per root op, in rule order */
+  int n_by_op[OP_COUNT];
+  PyObject *patterns;        /* list of (UPat, callable-or-None), built on request */
+} PatternMatcher;
+
+extern PyTypeObject PatternMatcher_Type;
+#define PatternMatcher_Check(o) PyObject_TypeCheck((o), &PatternMatcher_Type)
+extern PyObject *BottomUpGate;
+
+/* ---- building patterns and rule sets in C (native rules) ---- */
+int capture_slot(const char *name);                       /* slot of a name, registering it */
+UPat *upat_build(OpSet ops, bool has_ops, DType *const *dtypes, int ndtypes, SrcKind kind, UPat *const *src, int nsrc,
+                 PyObject *arg, const char *name, bool allow_any_len);   /* steals nothing; NULL on error */
+PatternMatcher *pm_new_native(const UPat *const *pats, const NativeFn *fns, int n);  /* steals the pattern refs */
+PatternMatcher *pm_concat(PatternMatcher *a, PatternMatcher *b);
+
+/* pm.rewrite(u, ctx): the first rule's result that is not None and not u; NULL and no exception
+ * when nothing fires. With require_uop, a result that is not a UOp is a TypeError naming the rule. */
+PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop);
+/* graph_rewrite(sink, pm, ctx, bottom_up, bpm) as tinygrad 0.12.0's unified_rewrite. */
+UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm);
+
+int tinyc_init_upat(PyObject *m);
+int tinyc_init_rewrite(PyObject *m);
+
+#endif

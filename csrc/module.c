@@ -21,14 +21,20 @@ done:
   return cls;
 }
 
+/* Native rule sets, each after the ones it builds on (symbolic uses div_and_mod_symbolic, ...). */
+static int tinyc_init_rule_sets(PyObject *m) {
+  return tinyc_init_eval(m) < 0 || tinyc_init_divandmod(m) < 0 || tinyc_init_symbolic(m) < 0 || tinyc_init_symbolic_sym(m) < 0 ||
+         tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 ? -1 : 0;
+}
+
 static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",
   "tinygrad's kernel-compiler core in C. Import `tinyc`, not this module.", -1, NULL};
 
 PyMODINIT_FUNC PyInit__C(void) {
   PyObject *m = PyModule_Create(&tinyc_module);
   if (!m) return NULL;
-  if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 ||
-      tinyc_init_opt(m) < 0) {
+  if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 || tinyc_init_native(m) < 0 ||
+      tinyc_init_opt(m) < 0 || tinyc_init_rule_sets(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -25,6 +25,13 @@ int tinyc_init_dtype(PyObject *m);
 int tinyc_init_ops_enum(PyObject *m);
 int tinyc_init_uop(PyObject *m);
 int tinyc_init_upat(PyObject *m);
+int tinyc_init_native(PyObject *m);
 int tinyc_init_opt(PyObject *m);
+int tinyc_init_eval(PyObject *m);
+int tinyc_init_divandmod(PyObject *m);
+int tinyc_init_symbolic(PyObject *m);
+int tinyc_init_symbolic_sym(PyObject *m);
+int tinyc_init_renderer(PyObject *m);
+int tinyc_init_spec(PyObject *m);
 
 #endif

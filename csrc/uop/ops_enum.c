@@ -67,7 +67,9 @@ int op_from_object(PyObject *o) {
   }
   long v = PyLong_AsLong(o);
   if (v < 1 || v >= OP_COUNT) {
-    if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%ld is not a valid Ops value (1..%d)", v, OP_COUNT - 1);
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+    PyErr_Clear();   /* an int too big for a long is just another unknown value */
+    PyErr_Format(PyExc_ValueError, "%R is not a valid Ops value (1..%d)", o, OP_COUNT - 1);
     return -1;
   }
   return (int)v;

@@ -311,9 +311,9 @@ static PyObject *UOp_gep(UOp *self, PyObject *i) {
     Py_ssize_t k = PyLong_AsSsize_t(i);
     if (k == -1 && PyErr_Occurred()) return NULL;
     /* shortcuts tinygrad takes instead of making a GEP to fold later */
-    if (self->op == OP_VECTORIZE) {
-      if (k < 0 || k >= self->nsrc) return PyErr_Format(PyExc_IndexError, "gep %zd out of range", k);
-      return Py_NewRef(self->src[k]);
+    if (self->op == OP_VECTORIZE) {   /* self.src[i]: a negative i counts from the end */
+      if (k < -(Py_ssize_t)self->nsrc || k >= self->nsrc) return PyErr_Format(PyExc_IndexError, "gep %zd out of range", k);
+      return Py_NewRef(self->src[k < 0 ? k + self->nsrc : k]);
     }
     if (self->op == OP_VCONST) {
       PyObject *lane = PySequence_GetItem(self->arg, k);

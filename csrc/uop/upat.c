@@ -2,7 +2,7 @@
  * Matching enumerates the same matches in the same order as tinygrad's UPat.match (permutations
  * in itertools order, UPat.any alternatives in order), depth first with backtracking, and hands
  * each complete match to the rule until the rule returns something. */
-#include "upat.h"
+#include "native.h"
 #include <stddef.h>
 
 PyObject *BottomUpGate;
@@ -373,9 +373,12 @@ static int on_rule_match(MatchState *st) {
   RuleCall *call = st->env;
   Rule *rule = call->rule;
   PyObject *ret;
-  if (rule->native) {
-    ret = (PyObject *)rule->native(st->cap, call->ctx);
-    if (!ret) return PyErr_Occurred() ? -1 : 0;
+  if (rule->native) {   /* a borrowed result from the rule's pool, kept past the pool's release */
+    Py_ssize_t mark = pool_mark();
+    ret = Py_XNewRef((PyObject *)rule->native(st->cap, call->ctx));
+    pool_release(mark);
+    if (PyErr_Occurred()) { Py_XDECREF(ret); add_rule_location(rule); return -1; }
+    if (!ret) return 0;
   } else {
     if (!(ret = call_python_rule(rule, st->cap, call->ctx))) return -1;
     if (ret == Py_None) { Py_DECREF(ret); return 0; }

@@ -25,8 +25,8 @@ typedef union Captures {
   UOp *slot[MAX_CAPTURES];
 } Captures;
 
-/* A C rewrite: the captures and the rewrite's ctx in, a new reference out; NULL without an
- * exception means "no rewrite" (tinygrad's None). */
+/* A C rewrite: the captures and the rewrite's ctx in, a borrowed reference out (see native.h's
+ * pool); NULL without an exception means "no rewrite" (tinygrad's None). */
 typedef UOp *(*NativeFn)(Captures *m, PyObject *ctx);
 
 typedef enum { SRC_NONE, SRC_TUPLE, SRC_PERMUTE, SRC_REPEAT } SrcKind;

@@ -1,0 +1,293 @@
+/* The machinery native rules are written with (see native.h): rule sets from definitions, the
+ * registry of named rule sets, the pool, and the UOp/number helpers rule bodies use. Also
+ * exec_alu (tinygrad/uop/ops.py, "ops in python"), which constant folding needs. */
+#include "native.h"
+#include <math.h>
+
+PyObject *uop_device(UOp *u);
+PyObject *py_cdiv(PyObject *x, PyObject *y);
+PyObject *py_cmod(PyObject *x, PyObject *y);
+
+static PyObject *pool;          /* list: everything rule bodies made, until the rule returns */
+static PyObject *namespace;     /* globals the pattern expressions are evaluated in */
+static PyObject *registry;      /* dict name -> PatternMatcher */
+static PyObject *math_mod;
+
+/* ---- pool ---- */
+
+Py_ssize_t pool_mark(void) { return PyList_GET_SIZE(pool); }
+void pool_release(Py_ssize_t mark) {
+  if (PyList_GET_SIZE(pool) > mark) PyList_SetSlice(pool, mark, PyList_GET_SIZE(pool), NULL);
+}
+PyObject *pool_keep(PyObject *o) {
+  if (!o) return NULL;
+  int rc = PyList_Append(pool, o);
+  Py_DECREF(o);
+  return rc < 0 ? NULL : o;
+}
+
+/* ---- rule sets ---- */
+
+PyObject *native_eval(const char *expr) {
+  PyObject *code = Py_CompileString(expr, "<tinyc rule pattern>", Py_eval_input);
+  PyObject *ret = code ? PyEval_EvalCode(code, namespace, namespace) : NULL;
+  Py_XDECREF(code);
+  if (!ret) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_Format(PyExc_RuntimeError, "bad native rule pattern %s: %S", expr, value ? value : Py_None);
+    Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+  }
+  return ret;
+}
+
+PatternMatcher *pm_from_defs(const RuleDef *defs, int n) {
+  PyObject *pats = PyList_New(0);
+  NativeFn *fns = NULL;
+  int count = 0, cap = 0;
+  PatternMatcher *pm = NULL;
+  if (!pats) return NULL;
+  for (int i = 0; i < n; i++) {
+    PyObject *p = native_eval(defs[i].pattern);
+    if (!p) goto end;
+    PyObject *list = UPat_Check(p) ? PyList_New(0) : PySequence_List(p);
+    if (!list || (UPat_Check(p) && PyList_Append(list, p) < 0)) { Py_XDECREF(list); Py_DECREF(p); goto end; }
+    Py_DECREF(p);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(list); k++) {
+      if (!UPat_Check(PyList_GET_ITEM(list, k))) { PyErr_Format(PyExc_TypeError, "rule pattern %s is not a UPat", defs[i].pattern); Py_DECREF(list); goto end; }
+      if (count == cap) {
+        cap = cap ? cap * 2 : 64;
+        NativeFn *grown = PyMem_Realloc(fns, sizeof(NativeFn) * (size_t)cap);
+        if (!grown) { PyErr_NoMemory(); Py_DECREF(list); goto end; }
+        fns = grown;
+      }
+      if (PyList_Append(pats, PyList_GET_ITEM(list, k)) < 0) { Py_DECREF(list); goto end; }
+      fns[count++] = defs[i].fn;
+    }
+    Py_DECREF(list);
+  }
+  const UPat **arr = PyMem_Malloc(sizeof(UPat *) * (size_t)(count ? count : 1));
+  if (!arr) { PyErr_NoMemory(); goto end; }
+  for (int i = 0; i < count; i++) arr[i] = (UPat *)Py_NewRef(PyList_GET_ITEM(pats, i));
+  pm = pm_new_native(arr, fns, count);
+  PyMem_Free(arr);
+end:
+  Py_DECREF(pats);
+  PyMem_Free(fns);
+  return pm;
+}
+
+int native_register(const char *name, PatternMatcher *pm) {
+  if (!pm) return -1;
+  int rc = PyDict_SetItemString(registry, name, (PyObject *)pm);
+  Py_DECREF(pm);
+  return rc;
+}
+PatternMatcher *native_get(const char *name) { return (PatternMatcher *)PyDict_GetItemString(registry, name); }
+
+/* ---- UOp helpers ---- */
+
+UOp *u_alu2(Op op, UOp *a, UOp *b) {
+  if (!a || !b) return NULL;
+  UOp *src[2] = {a, b};
+  return KEEP(uop_alu(op, src, 2));
+}
+UOp *u_binop(Op op, UOp *a, PyObject *b) {
+  if (!a || !b) return NULL;
+  UOp *ub = UOp_Check(b) ? (UOp *)b : KEEP(uop_const_like(a, b));
+  return u_alu2(op, a, ub);
+}
+UOp *u_rbinop(Op op, PyObject *a, UOp *b) {
+  if (!a || !b) return NULL;
+  UOp *ua = KEEP(uop_const_like(b, a));
+  return u_alu2(op, ua, b);
+}
+UOp *u_add(UOp *a, UOp *b) { return u_alu2(OP_ADD, a, b); }
+UOp *u_mul(UOp *a, UOp *b) { return u_alu2(OP_MUL, a, b); }
+UOp *u_idiv(UOp *a, UOp *b) { return u_alu2(OP_IDIV, a, b); }
+UOp *u_mod(UOp *a, UOp *b) { return u_alu2(OP_MOD, a, b); }
+UOp *u_and(UOp *a, UOp *b) { return (UOp *)pool_keep(a && b ? PyNumber_And((PyObject *)a, (PyObject *)b) : NULL); }
+UOp *u_or(UOp *a, UOp *b) { return (UOp *)pool_keep(a && b ? PyNumber_Or((PyObject *)a, (PyObject *)b) : NULL); }
+UOp *u_max(UOp *a, UOp *b) { return u_alu2(OP_MAX, a, b); }
+UOp *u_lt(UOp *a, UOp *b) { return u_alu2(OP_CMPLT, a, b); }
+UOp *u_ne(UOp *a, UOp *b) { return u_alu2(OP_CMPNE, a, b); }
+UOp *u_addi(UOp *a, long long b) { return u_binop(OP_ADD, a, n_int(b)); }
+UOp *u_muli(UOp *a, long long b) { return u_binop(OP_MUL, a, n_int(b)); }
+UOp *u_idivi(UOp *a, long long b) { return u_binop(OP_IDIV, a, n_int(b)); }
+UOp *u_modi(UOp *a, long long b) { return u_binop(OP_MOD, a, n_int(b)); }
+UOp *u_lti(UOp *a, long long b) { return u_binop(OP_CMPLT, a, n_int(b)); }
+UOp *u_neg(UOp *a) { return (UOp *)pool_keep(a ? PyNumber_Negative((PyObject *)a) : NULL); }
+UOp *u_not(UOp *a) { return u_binop(OP_CMPNE, a, Py_True); }
+UOp *u_where(UOp *c, UOp *t, UOp *f) {
+  if (!c || !t || !f) return NULL;
+  UOp *src[3] = {c, t, f};
+  return KEEP(uop_alu(OP_WHERE, src, 3));
+}
+UOp *u_cast(UOp *a, DType *dt) { return (UOp *)pool_keep(a && dt ? PyObject_CallMethod((PyObject *)a, "cast", "O", (PyObject *)dt) : NULL); }
+UOp *u_recip(UOp *a) { return u_unary(OP_RECIPROCAL, a); }
+UOp *u_unary(Op op, UOp *a) { return a ? KEEP(uop_alu(op, &a, 1)) : NULL; }
+UOp *u_const_like(UOp *a, PyObject *v) { return a && v ? KEEP(uop_const_like(a, v)) : NULL; }
+UOp *u_const_likei(UOp *a, long long v) { return u_const_like(a, n_int(v)); }
+UOp *u_const(DType *dt, PyObject *v) { return dt && v ? KEEP(uop_const(dt, v)) : NULL; }
+UOp *u_new(Op op, DType *dt, UOp *const *src, int n, PyObject *arg) {
+  for (int i = 0; i < n; i++) if (!src[i]) return NULL;
+  return dt ? KEEP(uop_new(op, dt, src, n, arg, NULL)) : NULL;
+}
+UOp *u_replace_src(UOp *u, UOp *const *src, int n) {
+  for (int i = 0; i < n; i++) if (!src[i]) return NULL;
+  return u ? KEEP(uop_new(u->op, u->dtype, src, n, u->arg, uop_tag(u))) : NULL;
+}
+UOp *u_gep(UOp *a, PyObject *i) { return (UOp *)pool_keep(a && i ? PyObject_CallMethod((PyObject *)a, "gep", "O", i) : NULL); }
+UOp *u_sum(UOp *const *xs, int n) {
+  UOp *acc = xs[0];
+  for (int i = 1; i < n && acc; i++) acc = (UOp *)pool_keep(xs[i] ? PyNumber_Add((PyObject *)acc, (PyObject *)xs[i]) : NULL);
+  return acc;
+}
+UOp *u_simplify(UOp *a) { return (UOp *)pool_keep(a ? PyObject_CallMethod((PyObject *)a, "simplify", NULL) : NULL); }
+UOp *u_substitute(UOp *a, PyObject *dvars) {
+  return (UOp *)pool_keep(a && dvars ? PyObject_CallMethod((PyObject *)a, "substitute", "O", dvars) : NULL);
+}
+
+/* ---- numbers ---- */
+
+PyObject *vmin(UOp *u) {
+  PyObject *lo, *hi;
+  return u && uop_min_max(u, &lo, &hi) == 0 ? lo : NULL;
+}
+PyObject *vmax(UOp *u) {
+  PyObject *lo, *hi;
+  return u && uop_min_max(u, &lo, &hi) == 0 ? hi : NULL;
+}
+PyObject *n_int(long long v) { return pool_keep(PyLong_FromLongLong(v)); }
+#define NUM2(name, expr) PyObject *name(PyObject *a, PyObject *b) { return a && b ? pool_keep(expr) : NULL; }
+NUM2(n_add, PyNumber_Add(a, b))
+NUM2(n_sub, PyNumber_Subtract(a, b))
+NUM2(n_mul, PyNumber_Multiply(a, b))
+NUM2(n_floordiv, PyNumber_FloorDivide(a, b))
+NUM2(n_mod, PyNumber_Remainder(a, b))
+NUM2(n_cdiv, py_cdiv(a, b))
+NUM2(n_cmod, py_cmod(a, b))
+NUM2(n_gcd, PyObject_CallMethod(math_mod, "gcd", "OO", a, b))
+PyObject *n_neg(PyObject *a) { return a ? pool_keep(PyNumber_Negative(a)) : NULL; }
+
+static int cmp(PyObject *a, PyObject *b, int op) { return a && b ? PyObject_RichCompareBool(a, b, op) : -1; }
+int n_lt(PyObject *a, PyObject *b) { return cmp(a, b, Py_LT); }
+int n_le(PyObject *a, PyObject *b) { return cmp(a, b, Py_LE); }
+int n_eq(PyObject *a, PyObject *b) { return cmp(a, b, Py_EQ); }
+int n_lti(PyObject *a, long long b) { return cmp(a, n_int(b), Py_LT); }
+int n_gti(PyObject *a, long long b) { return cmp(a, n_int(b), Py_GT); }
+int n_eqi(PyObject *a, long long b) { return cmp(a, n_int(b), Py_EQ); }
+int n_truth(PyObject *a) { return a ? PyObject_IsTrue(a) : -1; }
+
+/* ---- exec_alu ---- */
+
+/* python_alu[op](*operands): Python's own operators and math functions, with tinygrad's guards */
+static PyObject *python_alu(Op op, PyObject *const *v) {
+  switch (op) {
+  case OP_ADD: return PyNumber_Add(v[0], v[1]);
+  case OP_SUB: return PyNumber_Subtract(v[0], v[1]);
+  case OP_MUL: return PyNumber_Multiply(v[0], v[1]);
+  case OP_NEG: return PyNumber_Negative(v[0]);
+  case OP_CMPNE: return PyObject_RichCompare(v[0], v[1], Py_NE);
+  case OP_CMPLT: return PyObject_RichCompare(v[0], v[1], Py_LT);
+  case OP_CMPEQ: return PyObject_RichCompare(v[0], v[1], Py_EQ);
+  case OP_XOR: return PyNumber_Xor(v[0], v[1]);
+  case OP_OR: return PyNumber_Or(v[0], v[1]);
+  case OP_AND: return PyNumber_And(v[0], v[1]);
+  case OP_SHR: return PyNumber_Rshift(v[0], v[1]);
+  case OP_SHL: return PyNumber_Lshift(v[0], v[1]);
+  case OP_MAX: { int r = PyObject_RichCompareBool(v[1], v[0], Py_GT); return r < 0 ? NULL : Py_NewRef(r ? v[1] : v[0]); }
+  case OP_MOD: return py_cmod(v[0], v[1]);
+  case OP_IDIV: return py_cdiv(v[0], v[1]);
+  case OP_MULACC: { PyObject *p = PyNumber_Multiply(v[0], v[1]), *r = p ? PyNumber_Add(p, v[2]) : NULL; Py_XDECREF(p); return r; }
+  case OP_WHERE: { int t = PyObject_IsTrue(v[0]); return t < 0 ? NULL : Py_NewRef(t ? v[1] : v[2]); }
+  case OP_TRUNC: return PyObject_CallMethod(math_mod, "trunc", "O", v[0]);
+  default: break;
+  }
+  double x = PyFloat_AsDouble(v[0]);
+  if (x == -1.0 && PyErr_Occurred()) return NULL;
+  switch (op) {
+  case OP_LOG2: return x > 0 ? PyObject_CallMethod(math_mod, "log2", "O", v[0]) : PyFloat_FromDouble(x == 0 ? -INFINITY : NAN);
+  case OP_EXP2: {   /* 2 ** x, inf on overflow */
+    PyObject *two = PyLong_FromLong(2), *r = two ? PyNumber_Power(two, v[0], Py_None) : NULL;
+    Py_XDECREF(two);
+    if (!r && PyErr_ExceptionMatches(PyExc_OverflowError)) { PyErr_Clear(); return PyFloat_FromDouble(INFINITY); }
+    return r;
+  }
+  case OP_SQRT: return x >= 0 ? PyObject_CallMethod(math_mod, "sqrt", "O", v[0]) : PyFloat_FromDouble(NAN);
+  case OP_RECIPROCAL: {
+    if (x == 0) return PyFloat_FromDouble(copysign(INFINITY, x));
+    PyObject *one = PyLong_FromLong(1), *r = one ? PyNumber_TrueDivide(one, v[0]) : NULL;
+    Py_XDECREF(one);
+    return r;
+  }
+  case OP_SIN: return isinf(x) ? PyFloat_FromDouble(NAN) : PyObject_CallMethod(math_mod, "sin", "O", v[0]);
+  case OP_POW: {   /* safe_pow: complex -> nan, 0**-1 -> inf, domain errors -> +-inf */
+    PyObject *r = PyNumber_Power(v[0], v[1], Py_None);
+    if (r && PyComplex_Check(r)) { Py_DECREF(r); return PyFloat_FromDouble(NAN); }
+    if (!r && PyErr_ExceptionMatches(PyExc_ZeroDivisionError)) { PyErr_Clear(); return PyFloat_FromDouble(INFINITY); }
+    if (!r && PyErr_ExceptionMatches(PyExc_ValueError)) { PyErr_Clear(); return PyFloat_FromDouble(x > 0 ? INFINITY : -INFINITY); }
+    return r;
+  }
+  default: return PyErr_Format(PyExc_KeyError, "no python alu for %U", ops_str[op]);
+  }
+}
+
+PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool truncate_output) {
+  if (dtype->count > 1) {   /* lane by lane; scalar operands broadcast */
+    PyObject *out = PyTuple_New(dtype->count), *lane[3];
+    for (int i = 0; out && i < dtype->count; i++) {
+      for (int k = 0; k < n; k++) lane[k] = PyTuple_Check(operands[k]) ? PySequence_GetItem(operands[k], i) : Py_NewRef(operands[k]);
+      bool ok = true;
+      for (int k = 0; k < n; k++) ok &= lane[k] != NULL;
+      PyObject *r = ok ? exec_alu(op, dtype_scalar(dtype), lane, n, true) : NULL;
+      for (int k = 0; k < n; k++) Py_XDECREF(lane[k]);
+      if (!r) { Py_CLEAR(out); break; }
+      PyTuple_SET_ITEM(out, i, r);
+    }
+    return out;
+  }
+  if (dtype == DTYPE(INDEX) && IN_GROUP(op, Binary))
+    for (int k = 0; k < n; k++) if (operands[k] == Invalid) return Py_NewRef(Invalid);
+  PyObject *r = python_alu(op, operands);
+  if (!r || !truncate_output) return r;
+  PyObject *t = dtype_truncate(dtype, r);
+  Py_DECREF(r);
+  return t;
+}
+
+static PyObject *py_native_rules(PyObject *mod, PyObject *unused) { UNUSED(mod); UNUSED(unused); return Py_NewRef(registry); }
+
+static PyObject *py_exec_alu(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  PyObject *op_obj, *operands;
+  DType *dt;
+  int truncate_output = 1;
+  if (!PyArg_ParseTuple(args, "OO!O|p:exec_alu", &op_obj, &DType_Type, &dt, &operands, &truncate_output)) return NULL;
+  int op = op_from_object(op_obj);
+  PyObject *seq = op < 0 ? NULL : PySequence_Fast(operands, "exec_alu operands must be a sequence");
+  if (!seq) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject *ret = n < 1 || n > 3 ? PyErr_Format(PyExc_ValueError, "exec_alu takes 1 to 3 operands")
+                                 : exec_alu(op, dt, PySequence_Fast_ITEMS(seq), (int)n, truncate_output);
+  Py_DECREF(seq);
+  return ret;
+}
+
+static PyMethodDef native_functions[] = {
+  {"native_rules", py_native_rules, METH_NOARGS, "the native rule sets by name"},
+  {"exec_alu", py_exec_alu, METH_VARARGS, "exec_alu(op, dtype, operands, truncate_output=True)"},
+  {NULL, NULL, 0, NULL},
+};
+
+int tinyc_init_native(PyObject *m) {
+  if (!(pool = PyList_New(0)) || !(registry = PyDict_New()) || !(math_mod = PyImport_ImportModule("math"))) return -1;
+  if (!(namespace = PyDict_New()) || PyDict_SetItemString(namespace, "__builtins__", PyEval_GetBuiltins()) < 0) return -1;
+  static const char *const names[] = {"UPat", "Ops", "GroupOp", "dtypes", "Invalid", "PtrDType", "AddrSpace", "AxisType", NULL};
+  for (int i = 0; names[i]; i++) {
+    PyObject *v = PyObject_GetAttrString(m, names[i]);
+    if (!v || PyDict_SetItemString(namespace, names[i], v) < 0) { Py_XDECREF(v); return -1; }
+    Py_DECREF(v);
+  }
+  return PyModule_AddFunctions(m, native_functions);
+}

@@ -1,0 +1,174 @@
+/* tinygrad/uop/ops.py, "uop evaluation" and the helpers around it that need the rewrite engine:
+ * simplify, ssimplify, substitute, render, resolve, smax/smin, and the `_substitute` rule set. */
+#include "native.h"
+
+/* ---- _substitute: every node found in ctx (a dict) becomes its value ---- */
+
+static UOp *substitute_from_ctx(Captures *m, PyObject *ctx) {
+  PyObject *v = PyDict_Check(ctx) ? PyDict_GetItemWithError(ctx, (PyObject *)m->x) : NULL;
+  if (v && !UOp_Check(v)) return (UOp *)PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name);
+  return (UOp *)v;
+}
+
+static const RuleDef substitute_defs[] = {
+  {"UPat(tuple(Ops), name='x')", substitute_from_ctx},
+};
+
+/* ---- simplify ---- */
+
+static PatternMatcher *rule_set(const char *name) {
+  PatternMatcher *pm = native_get(name);
+  if (!pm) PyErr_Format(PyExc_RuntimeError, "the native rule set %s is missing", name);
+  return pm;
+}
+
+UOp *uop_simplify(UOp *u) {
+  if (u->op == OP_CONST || u->op == OP_VCONST) return (UOp *)Py_NewRef(u);
+  PatternMatcher *symbolic = rule_set("symbolic");
+  return symbolic ? graph_rewrite(u, symbolic, Py_None, false, NULL) : NULL;
+}
+
+static PyObject *UOp_simplify(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"tracked", NULL};
+  int tracked = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|p:simplify", kwlist, &tracked)) return NULL;
+  return (PyObject *)uop_simplify(self);
+}
+
+/* ssimplify: the simplified node, or its value when it folds to a CONST */
+static PyObject *UOp_ssimplify(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  UOp *s = uop_simplify(self);
+  if (!s || s->op != OP_CONST) return (PyObject *)s;
+  PyObject *v = Py_NewRef(s->arg);
+  Py_DECREF(s);
+  return v;
+}
+
+/* substitute(dvars, name=None, extra_pm=None): a bottom-up rewrite with the map as ctx */
+static PyObject *UOp_substitute(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"dvars", "name", "extra_pm", NULL};
+  PyObject *dvars, *name = Py_None, *extra = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|OO:substitute", kwlist, &PyDict_Type, &dvars, &name, &extra)) return NULL;
+  if (extra != Py_None && !PatternMatcher_Check(extra)) return PyErr_Format(PyExc_TypeError, "extra_pm must be a PatternMatcher");
+  PyObject *changed = PyDict_New(), *k, *v;
+  Py_ssize_t pos = 0;
+  while (changed && PyDict_Next(dvars, &pos, &k, &v))
+    if (k != v && PyDict_SetItem(changed, k, v) < 0) Py_CLEAR(changed);
+  if (!changed) return NULL;
+  PyObject *ret = NULL;
+  PatternMatcher *sub = rule_set("_substitute"), *pm = NULL;
+  if (!PyDict_GET_SIZE(changed)) ret = Py_NewRef(self);
+  else if (sub && (pm = extra == Py_None ? (PatternMatcher *)Py_NewRef(sub) : pm_concat((PatternMatcher *)extra, sub)))
+    ret = (PyObject *)graph_rewrite(self, pm, changed, true, NULL);
+  Py_XDECREF(pm);
+  Py_DECREF(changed);
+  return ret;
+}
+
+/* render(simplify=True, pm=None): each node's text from its sources' texts, by a renderer matcher */
+static PyObject *UOp_render(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"simplify", "pm", NULL};
+  int simplify = 1;
+  PyObject *pm = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO:render", kwlist, &simplify, &pm)) return NULL;
+  if (pm == Py_None && !(pm = (PyObject *)rule_set("renderer"))) return NULL;
+  if (!PatternMatcher_Check(pm)) return PyErr_Format(PyExc_TypeError, "render's pm must be a PatternMatcher");
+  UOp *s = simplify ? uop_simplify(self) : (UOp *)Py_NewRef(self);
+  PyObject *ctx = s ? PyDict_New() : NULL, *order = ctx ? uop_toposort_list(s, NULL) : NULL, *ret = NULL;
+  for (Py_ssize_t i = 0; order && i < PyList_GET_SIZE(order); i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(order, i);
+    PyObject *text = pm_rewrite((PatternMatcher *)pm, u, ctx, false);
+    if (!text && !PyErr_Occurred()) text = Py_NewRef(Py_None);
+    if (!text || PyDict_SetItem(ctx, (PyObject *)u, text) < 0) { Py_XDECREF(text); goto end; }
+    Py_DECREF(text);
+  }
+  if (order) ret = Py_XNewRef(PyDict_GetItem(ctx, (PyObject *)s));
+end:
+  Py_XDECREF(s); Py_XDECREF(ctx); Py_XDECREF(order);
+  return ret;
+}
+
+/* ---- module functions: resolve, smax, smin, ssimplify, sym_infer ---- */
+
+/* resolve(x, default=True): a bool, or the bool a UOp surely has, or the default */
+static PyObject *py_resolve(PyObject *mod, PyObject *args, PyObject *kw) {
+  UNUSED(mod);
+  static char *kwlist[] = {"x", "default", NULL};
+  PyObject *x, *dflt = Py_True;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:resolve", kwlist, &x, &dflt)) return NULL;
+  if (PyBool_Check(x)) return Py_NewRef(x);
+  if (!UOp_Check(x)) return PyErr_Format(PyExc_TypeError, "resolve needs a bool or a UOp, not %.100s", Py_TYPE(x)->tp_name);
+  if (((UOp *)x)->dtype != DTYPE(BOOL)) return PyErr_Format(PyExc_ValueError, "UOp in resolve must be bool");
+  UOp *s = uop_simplify((UOp *)x);
+  PyObject *lo, *hi, *ret = NULL;
+  if (s && uop_min_max(s, &lo, &hi) == 0) {
+    int eq = PyObject_RichCompareBool(lo, hi, Py_EQ), truth = eq > 0 ? PyObject_IsTrue(lo) : 0;
+    if (eq >= 0 && truth >= 0) ret = eq ? PyBool_FromLong(truth) : (PyObject_IsTrue(dflt) ? Py_NewRef(Py_True) : Py_NewRef(Py_False));
+  }
+  Py_XDECREF(s);
+  return ret;
+}
+
+static PyObject *ssimplify_any(PyObject *x) {
+  if (!UOp_Check(x)) return Py_NewRef(x);
+  return UOp_ssimplify((UOp *)x, NULL);
+}
+
+/* smax/smin: max/min that stay symbolic: UOps fold with maximum/minimum, numbers with max/min */
+static PyObject *suop(PyObject *args, const char *uop_method, const char *py_fn) {
+  if (PyTuple_GET_SIZE(args) == 1 && (PyTuple_Check(PyTuple_GET_ITEM(args, 0)) || PyList_Check(PyTuple_GET_ITEM(args, 0))))
+    args = PyTuple_GET_ITEM(args, 0);   /* argfix: smax((a, b)) is smax(a, b) */
+  PyObject *seq = PySequence_Fast(args, "smax/smin"), *uops = PyList_New(0), *nums = PyList_New(0), *acc = NULL;
+  if (!seq || !uops || !nums) goto end;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    PyObject *x = PySequence_Fast_GET_ITEM(seq, i);
+    if (PyList_Append(UOp_Check(x) ? uops : nums, x) < 0) goto end;
+  }
+  if (PyList_GET_SIZE(nums)) {
+    PyObject *builtins = PyEval_GetBuiltins(), *fn = PyDict_GetItemString(builtins, py_fn);
+    PyObject *n = fn ? PyObject_CallOneArg(fn, nums) : NULL;
+    if (!n || PyList_Append(uops, n) < 0) { Py_XDECREF(n); goto end; }
+    Py_DECREF(n);
+  }
+  if (!PyList_GET_SIZE(uops)) { PyErr_SetString(PyExc_TypeError, "smax/smin of nothing"); goto end; }
+  acc = Py_NewRef(PyList_GET_ITEM(uops, 0));
+  for (Py_ssize_t i = 1; acc && i < PyList_GET_SIZE(uops); i++)
+    Py_SETREF(acc, PyObject_CallMethod(acc, uop_method, "O", PyList_GET_ITEM(uops, i)));
+  if (acc) Py_SETREF(acc, ssimplify_any(acc));
+end:
+  Py_XDECREF(seq); Py_XDECREF(uops); Py_XDECREF(nums);
+  return acc;
+}
+static PyObject *py_smax(PyObject *mod, PyObject *args) { UNUSED(mod); return suop(args, "maximum", "max"); }
+static PyObject *py_smin(PyObject *mod, PyObject *args) { UNUSED(mod); return suop(args, "minimum", "min"); }
+static PyObject *py_ssimplify(PyObject *mod, PyObject *x) { UNUSED(mod); return ssimplify_any(x); }
+static PyObject *py_sym_infer(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  PyObject *u, *var_vals;
+  if (!PyArg_ParseTuple(args, "OO:sym_infer", &u, &var_vals)) return NULL;
+  return UOp_Check(u) ? PyObject_CallMethod(u, "sym_infer", "O", var_vals) : Py_NewRef(u);
+}
+
+#define VK(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+PyMethodDef uop_eval_methods[] = {
+  {"simplify", VK(UOp_simplify), "graph_rewrite(self, symbolic)"},
+  {"ssimplify", (PyCFunction)UOp_ssimplify, METH_NOARGS, "simplify, and a CONST becomes its value"},
+  {"substitute", VK(UOp_substitute), "replace nodes by the dict's values, bottom up"},
+  {"render", VK(UOp_render), "the expression as text, by the renderer matcher"},
+  {NULL, NULL, 0, NULL},
+};
+
+static PyMethodDef eval_functions[] = {
+  {"resolve", VK(py_resolve), "resolve(x, default=True)"},
+  {"smax", py_smax, METH_VARARGS, NULL},
+  {"smin", py_smin, METH_VARARGS, NULL},
+  {"ssimplify", py_ssimplify, METH_O, NULL},
+  {"sym_infer", py_sym_infer, METH_VARARGS, NULL},
+  {NULL, NULL, 0, NULL},
+};
+
+int tinyc_init_eval(PyObject *m) {
+  if (PyModule_AddFunctions(m, eval_functions) < 0) return -1;
+  return native_register("_substitute", pm_from_defs(substitute_defs, N(substitute_defs)));
+}

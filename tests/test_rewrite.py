@@ -1,0 +1,196 @@
+"""The rewrite engine: UPat, PatternMatcher and graph_rewrite against tinygrad 0.12.0.
+
+Rule sets here are Python, written the way tinygrad's rule files are, built once with tinyc's types and once with
+tinygrad's; both rewrite the same graphs and the results must be the same graphs (identity through the bridge)."""
+import gc, random
+import pytest
+import tinyc
+from tinyc import _C
+from tinyc.tinygrad import from_tinygrad
+import tinygrad.uop.ops as tg_ops
+from tinygrad.uop import Ops as TgOps, GroupOp as TgGroupOp
+from tinygrad.dtype import dtypes as tg_dtypes
+
+class NS:
+  def __init__(self, UOp, UPat, PatternMatcher, graph_rewrite, Ops, GroupOp, dtypes, BottomUpGate):
+    self.UOp, self.UPat, self.PatternMatcher, self.graph_rewrite = UOp, UPat, PatternMatcher, graph_rewrite
+    self.Ops, self.GroupOp, self.dtypes, self.BottomUpGate = Ops, GroupOp, dtypes, BottomUpGate
+
+TC = NS(tinyc.UOp, tinyc.UPat, tinyc.PatternMatcher, tinyc.graph_rewrite, tinyc.Ops, tinyc.GroupOp, tinyc.dtypes, tinyc.BottomUpGate)
+TG = NS(tg_ops.UOp, tg_ops.UPat, tg_ops.PatternMatcher, tg_ops.graph_rewrite, TgOps, TgGroupOp, tg_dtypes, tg_ops.BottomUpGate)
+
+# ---- rule sets, tinygrad style ----
+
+def folding_rules(ns):
+  UPat, Ops = ns.UPat, ns.Ops
+  return ns.PatternMatcher([
+    (UPat.var("x") + 0, lambda x: x),
+    (UPat.var("x") * 1, lambda x: x),
+    (UPat.var("x") * 0, lambda x: x.const_like(0)),
+    (UPat(Ops.ADD, src=(UPat.cvar("a", vec=False), UPat.cvar("b", vec=False)), name="root"), lambda root, a, b: root.const_like(a.arg + b.arg)),
+    (UPat(Ops.MUL, src=(UPat.cvar("a", vec=False), UPat.cvar("b", vec=False))), lambda a, b: a.const_like(a.arg * b.arg)),
+    ((UPat.var("x") + UPat.cvar("c1")) + UPat.cvar("c2"), lambda x, c1, c2: x + (c1.arg + c2.arg)),
+    (UPat.var("x") // 1, lambda x: x),
+    (UPat(ns.GroupOp.Idempotent, src=(UPat.var("x"), UPat.var("x"))), lambda x: x),
+    (UPat(Ops.ADD, src=(UPat.var("x"), UPat.var("x"))), lambda x: x * 2),
+    ((UPat.var("x") % UPat.cvar("c")) + (UPat.var("x") // UPat.cvar("c")) * UPat.cvar("c"), lambda x, c: x),
+    ((UPat.var("x") < UPat.var("x")).named("r"), lambda r, x: r.const_like(False)),
+  ])
+
+def ctx_rules(ns):
+  """rules that read and write ctx, and one that matches any op of a group with a shared source"""
+  UPat, Ops = ns.UPat, ns.Ops
+  def count(ctx, x):
+    ctx.append(x.op.value)
+    return None
+  return ns.PatternMatcher([
+    (UPat(Ops.MAX, name="x"), count),
+    (UPat(Ops.MUL, src=[UPat.var("y"), UPat.cvar("c", vec=False)], name="m"), lambda ctx, m, y, c: y * (c.arg + len(ctx)) if c.arg == 3 else None),
+    (UPat((Ops.IDIV, Ops.MOD), src=(UPat.var("x"), UPat(Ops.DEFINE_VAR, name="v")), name="d"), lambda d, x, v: x.alu(d.op, v.const_like(7))),
+    (UPat(Ops.ADD, src=UPat(Ops.DEFINE_VAR), name="a"), lambda a: a.src[0] * 2),
+    (UPat(Ops.WHERE, src=(UPat.any(UPat(Ops.CMPLT, name="c"), UPat(Ops.CMPNE, name="c")), UPat.var("t"), UPat.var("f"))),
+     lambda c, t, f: (c.src[0].maximum(c.src[1]) < 100).where(f, t) if c.src[0].op.name != "MAX" else None),
+  ])
+
+def random_expr(rng, ns, depth):
+  U, dt = ns.UOp, ns.dtypes
+  if depth == 0 or rng.random() < 0.2:
+    r = rng.random()
+    if r < 0.35: return U.variable(rng.choice("abcd"), rng.randint(-3, 0), rng.randint(1, 12))
+    if r < 0.5: return U.range(rng.randint(1, 9), rng.randint(0, 3))
+    return U.const(dt.index, rng.randint(-2, 4))
+  a, b = random_expr(rng, ns, depth - 1), random_expr(rng, ns, depth - 1)
+  op = rng.choice(["add", "add", "mul", "mul", "max", "div", "mod", "lt", "ne"])
+  if op == "add": return a + b
+  if op == "mul": return a * b
+  if op == "max": return a.maximum(b)
+  if op == "div": return a // rng.randint(1, 4)
+  if op == "mod": return a % rng.randint(1, 4)
+  cmp = (a < b) if op == "lt" else (a != b)
+  return cmp.where(a, b)
+
+def both(seed, depth=5):
+  t, c = random_expr(random.Random(seed), TG, depth), random_expr(random.Random(seed), TC, depth)
+  assert from_tinygrad(t) is c
+  return t, c
+
+@pytest.mark.parametrize("make", [folding_rules, ctx_rules])
+@pytest.mark.parametrize("bottom_up", [False, True])
+def test_python_rules_match_tinygrad(make, bottom_up):
+  tpm, cpm = make(TG), make(TC)
+  for seed in range(300):
+    t, c = both(seed)
+    tctx, cctx = [], []
+    rt = TG.graph_rewrite(t, tpm, ctx=tctx, bottom_up=bottom_up)
+    rc = TC.graph_rewrite(c, cpm, ctx=cctx, bottom_up=bottom_up)
+    assert from_tinygrad(rt) is rc, (seed, rt, rc)
+    assert tctx == cctx
+
+def test_pm_and_bpm_together():
+  tpm, cpm = folding_rules(TG), folding_rules(TC)
+  tb, cb = ctx_rules(TG), ctx_rules(TC)
+  for seed in range(200):
+    t, c = both(seed)
+    tctx, cctx = [], []
+    rt = TG.graph_rewrite(t, tpm, ctx=tctx, bpm=tb)
+    rc = TC.graph_rewrite(c, cpm, ctx=cctx, bpm=cb)
+    assert from_tinygrad(rt) is rc, seed
+    assert tctx == cctx
+
+def test_rewrite_single_node_and_add_order():
+  for a, b in ((folding_rules, ctx_rules), (ctx_rules, folding_rules)):
+    tpm, cpm = a(TG) + b(TG), a(TC) + b(TC)
+    for seed in range(200):
+      t, c = both(seed, 3)
+      for tn, cn in zip(t.toposort(), c.toposort()):
+        tr, cr = tpm.rewrite(tn, ctx=[]), cpm.rewrite(cn, ctx=[])
+        assert (tr is None and cr is None) or from_tinygrad(tr) is cr
+
+def test_match_enumerates_like_tinygrad():
+  def pats(ns):
+    UPat, Ops = ns.UPat, ns.Ops
+    return [UPat(Ops.ADD, src=[UPat.var("x"), UPat.var("y")]), UPat(Ops.ADD, src=[UPat.var("x"), UPat.var("x")]),
+            UPat.any(UPat(Ops.ADD, name="a"), UPat(Ops.MUL, name="a"), UPat(name="b")),
+            UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("t"), UPat.var("f"))), UPat(src=UPat.var("s")),
+            UPat(Ops.ADD, src=(UPat.var("x"),), allow_any_len=True), UPat(dtype=(ns.dtypes.index, ns.dtypes.bool), name="d"),
+            UPat(Ops.CONST, arg=2, name="two"), UPat((Ops.ADD, Ops.MUL), src=[UPat.cvar("c"), UPat.var("v")], name="r")]
+  tp, cp = pats(TG), pats(TC)
+  for seed in range(100):
+    t, c = both(seed, 3)
+    for tn, cn in zip(t.toposort(), c.toposort()):
+      for a, b in zip(tp, cp):
+        tm, cm = a.match(tn, {}), b.match(cn, {})
+        assert len(tm) == len(cm)
+        for d1, d2 in zip(tm, cm):
+          assert sorted(d1) == sorted(d2) and all(from_tinygrad(d1[k]) is d2[k] for k in d1)
+
+def test_early_reject_like_tinygrad():
+  def pat(ns):
+    UPat, Ops = ns.UPat, ns.Ops
+    return UPat(Ops.ADD, src=(UPat(Ops.MUL), UPat(Ops.CONST), UPat()), allow_any_len=True)
+  assert {o.value for o in pat(TG).early_reject} == {o.value for o in pat(TC).early_reject}
+
+def stop_tg(x): raise tg_ops.BottomUpGate()
+def stop_tc(x): raise tinyc.BottomUpGate()
+
+def test_bottom_up_gate():
+  def gated(ns):   # (tinygrad's matchers take no closures: the raising functions are module level)
+    return ns.PatternMatcher([(ns.UPat(ns.Ops.MAX, name="x"), stop_tg if ns is TG else stop_tc), (ns.UPat.var("x") * 1, lambda x: x)])
+  for seed in range(100):
+    t, c = both(seed)
+    assert from_tinygrad(TG.graph_rewrite(t, gated(TG), bottom_up=True)) is TC.graph_rewrite(c, gated(TC), bottom_up=True)
+
+# ---- errors ----
+
+def test_rule_loop_raises():
+  a, b = tinyc.UOp.variable("a", 0, 5), tinyc.UOp.variable("b", 0, 5)
+  flip = tinyc.PatternMatcher([(tinyc.UPat(tinyc.Ops.ADD, name="x"), lambda x: x.src[1] + x.src[0])])
+  with pytest.raises(RuntimeError):
+    tinyc.graph_rewrite(a + b, flip)
+  with pytest.raises(RuntimeError, match="fixed_point"):
+    tinyc.graph_rewrite(a + b, flip, bottom_up=True)
+
+def test_growing_rewrite_raises_not_hangs():
+  grow = tinyc.PatternMatcher([(tinyc.UPat(tinyc.Ops.DEFINE_VAR, name="x"), lambda x: tinyc.UOp.variable("v", 0, x.arg[2] + 1))])
+  with pytest.raises(RuntimeError):
+    tinyc.graph_rewrite(tinyc.UOp.variable("v", 0, 1), grow)
+
+def test_exception_in_rule_has_location():
+  def boom(x): raise KeyError("boom")
+  pm = tinyc.PatternMatcher([(tinyc.UPat(tinyc.Ops.ADD, name="x"), boom)])
+  with pytest.raises(KeyError) as e:
+    tinyc.graph_rewrite(tinyc.UOp.variable("a", 0, 5) + 1, pm)
+  assert any("test_rewrite.py" in n for n in getattr(e.value, "__notes__", []))
+
+def test_non_uop_result_is_type_error():
+  pm = tinyc.PatternMatcher([(tinyc.UPat(tinyc.Ops.ADD, name="x"), lambda x: "not a uop")])
+  with pytest.raises(TypeError, match="not a UOp"):
+    tinyc.graph_rewrite(tinyc.UOp.variable("a", 0, 5) + 1, pm)
+  assert pm.rewrite(tinyc.UOp.variable("a", 0, 5) + 1) == "not a uop"   # pm.rewrite itself passes anything on
+
+@pytest.mark.parametrize("bad", [lambda: tinyc.PatternMatcher([1]), lambda: tinyc.PatternMatcher([(tinyc.UPat(), lambda: None)]),
+                                 lambda: tinyc.UPat(op=3), lambda: tinyc.UPat(dtype="float"), lambda: tinyc.UPat(src=5),
+                                 lambda: tinyc.UPat(name="ctx"), lambda: tinyc.graph_rewrite(1, tinyc.PatternMatcher([])),
+                                 lambda: tinyc.graph_rewrite(tinyc.UOp.variable("a", 0, 1), None)])
+def test_bad_input_raises(bad):
+  with pytest.raises((TypeError, ValueError)):
+    bad()
+
+# ---- scale ----
+
+def test_deep_chain_rewrites_without_recursion_limit():
+  x = tinyc.UOp.variable("deep", 0, 1)
+  for i in range(100_000): x = (x + 0) if i % 2 else (x * 1 + 1)
+  out = tinyc.graph_rewrite(x, folding_rules(TC))
+  assert out.op is tinyc.Ops.ADD and len(out.toposort()) < len(x.toposort())
+
+def test_repeated_rewrites_leave_memory_flat():
+  pm = folding_rules(TC)
+  exprs = [both(seed)[1] for seed in range(50)]
+  def round_():
+    for c in exprs: tinyc.graph_rewrite(c, pm, bottom_up=False)
+  round_(); gc.collect()
+  base = _C._intern_count()
+  for _ in range(5): round_()
+  gc.collect()
+  assert _C._intern_count() == base

@@ -316,7 +316,7 @@ static int match(MatchState *st, UPat *p, UOp *u, const Cont *k) {
   if ((r = arg_ok(p, u)) != 1) goto end;
   if (p->src_kind == SRC_NONE) { r = match_rest(st, k); goto end; }
   int n = p->src_kind == SRC_REPEAT ? u->nsrc : (u->nsrc < p->nsrc ? u->nsrc : p->nsrc);
-  Cont c = {p->src_kind == SRC_REPEAT ? NULL : p->src, p->src[0], NULL, u->src, 0, n, k};
+  Cont c = {p->src_kind == SRC_REPEAT ? NULL : p->src, p->src_kind == SRC_REPEAT ? p->src[0] : NULL, NULL, u->src, 0, n, k};
   if (p->src_kind != SRC_PERMUTE) { r = match_rest(st, &c); goto end; }
   r = 0;
   for (int row = 0; row < p->nperms && !r; row++) {
@@ -743,7 +743,7 @@ static PyObject *UPat_index(UPat *self, PyObject *args, PyObject *kw) {
   return ret;
 }
 static PyObject *one_src(UPat *self, Op op, PyObject *dtype, PyObject *arg, PyObject *kw) {
-  PyObject *src = PyTuple_Pack(1, (PyObject *)self), *args = src ? Py_BuildValue("(OONO)", ops_members[op], dtype, src, arg) : NULL;
+  PyObject *src = PyTuple_Pack(1, (PyObject *)self), *args = src ? Py_BuildValue("(OOOO)", ops_members[op], dtype, src, arg) : NULL;
   PyObject *ret = args ? PyObject_Call((PyObject *)&UPat_Type, args, kw) : NULL;
   Py_XDECREF(src); Py_XDECREF(args);
   return ret;

@@ -96,23 +96,69 @@ static int node_hash(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyOb
   return 0;
 }
 
+static bool same_structure(UOp *u, uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc) {
+  if (u->hash != hash || u->op != op || u->dtype != dtype || u->nsrc != nsrc) return false;
+  for (Py_ssize_t i = 0; i < nsrc; i++)
+    if (u->src[i] != src[i]) return false;
+  return true;
+}
+
+static bool in_vec(PtrVec *v, void *p) {
+  for (Py_ssize_t i = 0; i < v->len; i++)
+    if (v->items[i] == p) return true;
+  return false;
+}
+
+/* The slow path, once an arg comparison (a user __eq__) changed the table: collect the candidates of
+ * the probe run without running Python code, then compare those not compared yet; repeat until a
+ * probe finds nothing new and the table did not change meanwhile. Restarting the whole probe on any
+ * change instead would never finish if every __eq__ made a node. */
+static UOp *table_find_slow(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg,
+                            PyObject *tag, size_t *slot, uint64_t *slot_version, UOp *compared) {
+  PtrVec seen = {0}, fresh = {0};
+  UOp *ret = NULL;
+  Py_INCREF(compared);
+  if (ptrvec_push(&seen, compared) < 0) { Py_DECREF(compared); return NULL; }
+  for (;;) {
+    uint64_t version = table_version;
+    size_t mask = table_cap - 1, i = hash & mask;
+    fresh.len = 0;
+    for (; table[i]; i = (i + 1) & mask)
+      if (same_structure(table[i], hash, op, dtype, src, nsrc) && !in_vec(&seen, table[i]) && ptrvec_push(&fresh, table[i]) < 0) goto end;
+    if (!fresh.len && version == table_version) { *slot = i, *slot_version = version; break; }
+    for (Py_ssize_t k = 0; k < fresh.len; k++) {
+      UOp *u = (UOp *)Py_NewRef(fresh.items[k]);
+      if (ptrvec_push(&seen, u) < 0) { Py_DECREF(u); goto end; }
+      int eq = key_equal(u->arg, arg);
+      if (eq == 1) eq = key_equal(uop_tag(u), tag);
+      if (eq < 0) goto end;
+      if (eq == 1) { ret = (UOp *)Py_NewRef(u); goto end; }
+    }
+  }
+end:
+  for (Py_ssize_t k = 0; k < seen.len; k++) Py_DECREF((PyObject *)seen.items[k]);
+  ptrvec_free(&seen); ptrvec_free(&fresh);
+  return ret;
+}
+
 /* Find the live node, or the empty slot where it belongs. Returns a new ref, or NULL with *slot set
- * (or with an exception when comparing raised). Restarts when a comparison changed the table. */
+ * (or with an exception when comparing raised). The slot is good while table_version == *slot_version:
+ * releasing the compared nodes at the end may free one and shift the table. */
 static UOp *table_find(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg,
-                       PyObject *tag, size_t *slot) {
-restart:;
+                       PyObject *tag, size_t *slot, uint64_t *slot_version) {
   uint64_t version = table_version;
   size_t mask = table_cap - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     UOp *u = table[i];
-    if (!u) { *slot = i; return NULL; }
+    if (!u) { *slot = i, *slot_version = version; return NULL; }
     if (u->hash != hash) continue;
     Py_INCREF(u);
     int eq = node_equal(u, op, dtype, src, nsrc, arg, tag);
     if (eq == 1) return u;
+    bool changed = version != table_version;
+    UOp *ret = eq == 0 && changed ? table_find_slow(hash, op, dtype, src, nsrc, arg, tag, slot, slot_version, u) : NULL;
     Py_DECREF(u);
-    if (eq < 0) return NULL;
-    if (version != table_version) goto restart;
+    if (eq < 0 || changed) return ret;
   }
 }
 
@@ -155,8 +201,11 @@ UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *ar
   uint32_t hash;
   if (node_hash(op, dtype, src, nsrc, arg, tag, &hash) < 0) return NULL;
   size_t slot = 0;
-  UOp *found = table_find(hash, op, dtype, src, nsrc, arg, tag, &slot);
-  if (found || PyErr_Occurred()) return found;
+  uint64_t slot_version = 0;
+  do {
+    UOp *found = table_find(hash, op, dtype, src, nsrc, arg, tag, &slot, &slot_version);
+    if (found || PyErr_Occurred()) return found;
+  } while (slot_version != table_version);
   UOp *u = alloc_node(hash, op, dtype, src, nsrc, arg, tag);
   if (!u) return NULL;
   if ((table_len + 1) * 4 > table_cap * 3) {   /* keep the load under 3/4 */

@@ -539,7 +539,9 @@ static PyObject *UOp_is_increasing(UOp *self, PyObject *unused) {
   while (1) {   /* ADD recurses on both sides, MUL/IDIV by a nonnegative const on the left */
     if (IN_GROUP(u->op, Irreducible)) Py_RETURN_TRUE;
     if (u->op == OP_ADD) {
+      if (Py_EnterRecursiveCall(" in is_increasing")) return NULL;   /* a deep left spine: RecursionError, as tinygrad */
       PyObject *left = UOp_is_increasing(u->src[0], NULL);
+      Py_LeaveRecursiveCall();
       if (left != Py_True) return left;
       Py_DECREF(left);
       u = u->src[1];
@@ -720,16 +722,22 @@ static PyObject *UOp_sym_infer(UOp *self, PyObject *var_vals) {
   return uop_eval(self, var_vals);
 }
 
-/* _eval: the single value of a node whose bounds meet (tinygrad simplifies first; see notes) */
+UOp *uop_simplify(UOp *u);
+
+/* _eval: the single value of the simplified node, when its bounds meet */
 static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject *want, const char *what) {
   if (!dtype_ok(self->dtype)) return PyErr_Format(PyExc_TypeError, "eval with wrong dtype: %s of %R", what, (PyObject *)self->dtype);
-  PyObject *lo, *hi;
-  if (uop_min_max(self, &lo, &hi) < 0) return NULL;
+  UOp *s = uop_simplify(self);
+  PyObject *lo, *hi, *ret = NULL;
+  if (!s || uop_min_max(s, &lo, &hi) < 0) goto end;
   int eq = PyObject_RichCompareBool(lo, hi, Py_EQ);
-  if (eq < 0) return NULL;
-  if (!eq) return PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %R to %R", lo, hi);
-  if (!PyObject_TypeCheck(lo, want)) return PyErr_Format(PyExc_TypeError, "vmin is wrong type %.100s", Py_TYPE(lo)->tp_name);
-  return Py_NewRef(lo);
+  if (eq < 0) goto end;
+  if (!eq) PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %R to %R", lo, hi);
+  else if (!PyObject_TypeCheck(lo, want)) PyErr_Format(PyExc_TypeError, "vmin is wrong type %.100s", Py_TYPE(lo)->tp_name);
+  else ret = Py_NewRef(lo);
+end:
+  Py_XDECREF(s);
+  return ret;
 }
 static bool is_bool_dtype(DType *dt) { return dt == DTYPE(BOOL); }
 static bool is_int_dtype(DType *dt) { return dtype_is_int(dt) && dt != DTYPE(INDEX) && dt->count == 1; }

@@ -1,7 +1,777 @@
-/* placeholder: filled by the port of phase 3 of tinygrad/uop/symbolic.py (sym, simplify_valid) */
+/* Phase 3 of tinygrad/uop/symbolic.py: simplifying valids (the conditions that gate an index) and
+ * the rule sets built on that (pm_simplify_valid, pm_drop_and_clauses, pm_move_where_on_load), then
+ * `sym`, the complete symbolic rule set. Also two things tinyc's UOp does not have yet and these
+ * rules need: xpow (tinygrad/uop/decompositions.py), which sym lowers POW to, and UOp.ranges
+ * (tinygrad/uop/ops.py), the RANGEs a node is inside of. */
 #include "native.h"
+#include "../helpers.h"
+#include <stdlib.h>
+
+static int SLOT_i, SLOT_valid, SLOT_p, SLOT_index, SLOT_alt, SLOT_store, SLOT_noop;
+static bool image_enabled;   /* tinygrad's IMAGE.value > 0, read from the environment at import as tinygrad does */
+static PyObject *math_nan;   /* math.nan itself: tinygrad's const_like(math.nan) keeps that very float object */
+
+/* ---------------------------------------------------------------------------------------------- */
+/* small helpers                                                                                   */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* u.name() / u.name(a) through tinyc's Python-level UOp methods (borrowed, pooled) */
+static UOp *call0(UOp *u, const char *name) { return u ? KEEP(PyObject_CallMethod((PyObject *)u, name, NULL)) : NULL; }
+static UOp *call1(UOp *u, const char *name, PyObject *a) {
+  return u && a ? KEEP(PyObject_CallMethod((PyObject *)u, name, "(O)", a)) : NULL;
+}
+
+/* u.split_uop(sep), appended to out left to right (borrowed nodes: they live under u) */
+static int split_into(UOp *u, Op sep, PtrVec *out) {
+  PtrVec stack = {0};
+  int rc = ptrvec_push(&stack, u);
+  while (rc == 0 && stack.len) {
+    UOp *x = ptrvec_pop(&stack);
+    if (x->op != sep) { rc = ptrvec_push(out, x); continue; }
+    for (int k = x->nsrc - 1; k >= 0 && rc == 0; k--) rc = ptrvec_push(&stack, x->src[k]);
+  }
+  ptrvec_free(&stack);
+  return rc;
+}
+
+static bool vec_has(const PtrVec *v, const void *p) {
+  for (Py_ssize_t k = 0; k < v->len; k++)
+    if (v->items[k] == p) return true;
+  return false;
+}
+
+/* x in u.toposort() (also u.backward_slice_with_self): u itself or a node below it. 1, 0, or -1 */
+static int in_toposort(UOp *x, UOp *u) {
+  if (x == u) return 1;
+  PyObject *slice = PyObject_GetAttrString((PyObject *)u, "backward_slice");
+  int rc = slice ? PyDict_Contains(slice, (PyObject *)x) : -1;
+  Py_XDECREF(slice);
+  return rc;
+}
+
+/* u.op_in_backward_slice_with_self(*ops): 1, 0, or -1 */
+static int op_in_slice_with_self(UOp *u, OpSet ops) {
+  if (opset_has(ops, u->op)) return 1;
+  PyObject *slice = PyObject_GetAttrString((PyObject *)u, "backward_slice"), *k, *v;
+  if (!slice) return -1;
+  Py_ssize_t pos = 0;
+  int found = 0;
+  while (!found && PyDict_Next(slice, &pos, &k, &v)) found = opset_has(ops, ((UOp *)k)->op);
+  Py_DECREF(slice);
+  return found;
+}
+
+static OpSet opset_of(const Op *ops, int n) {
+  OpSet s = {{0, 0}};
+  for (int k = 0; k < n; k++) opset_add(&s, ops[k]);
+  return s;
+}
+
+/* UOp.prod(*xs) (xs[0] is self): a chain of & when xs[0] is a bool, of * otherwise */
+static UOp *uop_prod(UOp *const *xs, Py_ssize_t n) {
+  UOp *acc = xs[0];
+  bool is_bool = acc->dtype == DTYPE(BOOL);
+  for (Py_ssize_t k = 1; k < n && acc; k++) acc = is_bool ? u_and(acc, xs[k]) : u_mul(acc, xs[k]);
+  return acc;
+}
+
+/* UOp.const(dtypes.bool, True).prod(*xs) */
+static UOp *all_true_and(UOp *const *xs, Py_ssize_t n) {
+  UOp *acc = u_const(DTYPE(BOOL), Py_True);
+  for (Py_ssize_t k = 0; k < n && acc; k++) acc = u_and(acc, xs[k]);
+  return acc;
+}
+
+/* helpers.prod(xs): functools.reduce(mul, xs, 1), so the first factor is 1*xs[0] (CONST first) */
+static UOp *int_prod(UOp *const *xs, Py_ssize_t n) {
+  UOp *acc = u_rbinop(OP_MUL, n_int(1), xs[0]);
+  for (Py_ssize_t k = 1; k < n && acc; k++) acc = u_mul(acc, xs[k]);
+  return acc;
+}
+
+/* x.substitute({frm: to}) */
+static UOp *substitute1(UOp *x, UOp *frm, UOp *to) {
+  PyObject *d = x && frm && to ? pool_keep(PyDict_New()) : NULL;
+  if (!d || PyDict_SetItem(d, (PyObject *)frm, (PyObject *)to) < 0) return NULL;
+  return u_substitute(x, d);
+}
+
+/* UOp.variable(f"fake{i}", lo, hi, dtype) */
+static UOp *fake_variable(int i, PyObject *lo, PyObject *hi, DType *dtype) {
+  if (!lo || !hi) return NULL;
+  PyObject *name = PyUnicode_FromFormat("fake%d", i), *arg = name ? pool_keep(PyTuple_Pack(3, name, lo, hi)) : NULL;
+  Py_XDECREF(name);
+  return arg ? u_new(OP_DEFINE_VAR, dtype, NULL, 0, arg) : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* UOp.ranges (tinygrad/uop/ops.py _ranges / ranges / ended_ranges), memoized per call            */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* range_start: the first source that is an ended range, -1 for ops that end none */
+static int range_start(Op op) {
+  switch (op) {
+  case OP_BUFFERIZE: case OP_REDUCE: case OP_END: return 1;
+  case OP_STORE: return 2;
+  case OP_WMMA: return 3;
+  default: return -1;
+  }
+}
+
+/* u.ended_ranges, appended to out (AFTER collects those of its sources after the first) */
+static int ended_ranges(UOp *u, PtrVec *out) {
+  PtrVec stack = {0};
+  int rc = ptrvec_push(&stack, u);
+  while (rc == 0 && stack.len) {
+    UOp *n = ptrvec_pop(&stack);
+    int start = range_start(n->op);
+    if (start >= 0) {
+      for (int k = start; k < n->nsrc && rc == 0; k++) rc = ptrvec_push(out, n->src[k]);
+    } else if (n->op == OP_AFTER) {
+      for (int k = n->nsrc - 1; k >= 1 && rc == 0; k--) rc = ptrvec_push(&stack, n->src[k]);
+    }
+  }
+  ptrvec_free(&stack);
+  return rc;
+}
+
+/* The memo maps a node to its `ranges` dict (owned). */
+static void ranges_memo_free(PtrMap *memo) {
+  for (size_t k = 0; k < memo->cap; k++)
+    if (memo->keys[k]) Py_XDECREF((PyObject *)memo->vals[k]);
+  ptrmap_free(memo);
+}
+
+static PyObject *ranges_of(UOp *root, PtrMap *memo);
+
+static int del_if_present(PyObject *d, PyObject *key) {
+  int has = PyDict_Contains(d, key);
+  return has <= 0 ? has : PyDict_DelItem(d, key);
+}
+
+/* u.ranges, given that every source's ranges are in the memo: the union of the sources' ranges, less
+ * the ranges u ends (a RANGE itself, or all the ranges of anything else), and u first if a RANGE. */
+static PyObject *node_ranges(UOp *u, PtrMap *memo) {
+  PyObject *ret = PyDict_New();
+  PtrVec ended = {0};
+  for (int k = 0; ret && k < u->nsrc; k++)
+    if (PyDict_Update(ret, ptrmap_get(memo, u->src[k])) < 0) Py_CLEAR(ret);
+  if (ret && ended_ranges(u, &ended) < 0) Py_CLEAR(ret);
+  for (Py_ssize_t k = 0; ret && k < ended.len; k++) {
+    UOp *er = ended.items[k];
+    if (er->op == OP_RANGE) {
+      if (del_if_present(ret, (PyObject *)er) < 0) Py_CLEAR(ret);
+      continue;
+    }
+    PyObject *inner = ranges_of(er, memo), *key, *val;
+    Py_ssize_t pos = 0;
+    if (!inner) Py_CLEAR(ret);
+    while (ret && PyDict_Next(inner, &pos, &key, &val))
+      if (del_if_present(ret, key) < 0) Py_CLEAR(ret);
+  }
+  ptrvec_free(&ended);
+  if (ret && u->op == OP_RANGE) {   /* {self: None} | self._ranges */
+    PyObject *with_self = PyDict_New();
+    if (!with_self || PyDict_SetItem(with_self, (PyObject *)u, Py_None) < 0 || PyDict_Update(with_self, ret) < 0) Py_CLEAR(with_self);
+    Py_SETREF(ret, with_self);
+  }
+  return ret;
+}
+
+/* root.ranges (borrowed from the memo): a post-order walk over the nodes not yet memoized */
+static PyObject *ranges_of(UOp *root, PtrMap *memo) {
+  PyObject *done = ptrmap_get(memo, root);
+  if (done) return done;
+  PtrVec stack = {0};
+  int rc = ptrvec_push(&stack, root);
+  while (rc == 0 && stack.len) {
+    uintptr_t entry = (uintptr_t)ptrvec_pop(&stack);
+    UOp *node = (UOp *)(entry & ~(uintptr_t)1);
+    if (ptrmap_has(memo, node)) continue;
+    if (!(entry & 1)) {   /* first visit: the sources first */
+      rc = ptrvec_push(&stack, (void *)((uintptr_t)node | 1));
+      for (int k = node->nsrc - 1; k >= 0 && rc == 0; k--)
+        if (!ptrmap_has(memo, node->src[k])) rc = ptrvec_push(&stack, node->src[k]);
+      continue;
+    }
+    PyObject *r = node_ranges(node, memo);
+    if (!r || ptrmap_set(memo, node, r) < 0) { Py_XDECREF(r); rc = -1; }
+  }
+  ptrvec_free(&stack);
+  return rc == 0 ? ptrmap_get(memo, root) : NULL;
+}
+
+/* all(r in outer for r in inner) when want_all, any(...) otherwise; 1, 0, -1 */
+static int ranges_within(PyObject *inner, PyObject *outer, bool want_all) {
+  PyObject *key, *val;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(inner, &pos, &key, &val)) {
+    int has = PyDict_Contains(outer, key);
+    if (has < 0) return -1;
+    if (want_all && !has) return 0;
+    if (!want_all && has) return 1;
+  }
+  return want_all ? 1 : 0;
+}
+
+/* tinyc._C.uop_ranges(u): u.ranges as a dict (for tests, until UOp has the property) */
+static PyObject *py_uop_ranges(PyObject *mod, PyObject *u) {
+  UNUSED(mod);
+  if (!UOp_Check(u)) return PyErr_Format(PyExc_TypeError, "uop_ranges needs a UOp");
+  PtrMap memo = {0};
+  PyObject *r = ranges_of((UOp *)u, &memo), *ret = r ? PyDict_Copy(r) : NULL;
+  ranges_memo_free(&memo);
+  return ret;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* simplify_valid                                                                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct { UOp *expr; bool is_upper; PyObject *c; } ParsedValid;
+
+/* parse_valid: (X<c).ne(True) is X >= vmin(c); X<c is X <= vmax(c)-1, for int X. 1 parsed, 0 not, -1 error */
+static int parse_valid(UOp *v, ParsedValid *out) {
+  if (v->op == OP_CMPNE && v->nsrc == 2 && v->src[1]->op == OP_CONST) {
+    int is_one = n_eqi(v->src[1]->arg, 1);
+    if (is_one < 0) return -1;
+    UOp *s0 = v->src[0];
+    if (is_one && s0->op == OP_CMPLT && s0->nsrc == 2 && dtype_is_int(s0->src[0]->dtype)) {
+      *out = (ParsedValid){s0->src[0], false, pool_keep(PyNumber_Long(vmin(s0->src[1])))};
+      return out->c ? 1 : -1;
+    }
+  }
+  if (v->op == OP_CMPLT && v->nsrc == 2 && dtype_is_int(v->src[0]->dtype)) {
+    *out = (ParsedValid){v->src[0], true, n_sub(pool_keep(PyNumber_Long(vmax(v->src[1]))), n_int(1))};
+    return out->c ? 1 : -1;
+  }
+  return 0;
+}
+
+/* bounds[expr] = [lower, upper] (NULL for None), in first-seen order of expr */
+typedef struct { UOp *expr; PyObject *bound[2]; } ExprBounds;
+
+/* the candidate: each X[k] replaced by newX[k] alone; when every branch simplifies (and maps back)
+ * to the same node, uop becomes that node; for a 2-wide VECTORIZE, lane by lane. Returns the new uop. */
+static UOp *try_candidate(UOp *uop, UOp *const *X, UOp *const *newX, Py_ssize_t n) {
+  PtrVec outs = {0};
+  UOp *ret = uop;
+  bool skip = false;
+  for (Py_ssize_t k = 0; k < n && ret; k++) {
+    UOp *s = substitute1(uop, X[k], newX[k]);
+    if (!s || ptrvec_push(&outs, s) < 0) ret = NULL;
+    else skip |= s == uop;
+  }
+  for (Py_ssize_t k = 0; ret && !skip && k < n; k++)
+    if (!(outs.items[k] = u_simplify(substitute1(u_simplify(outs.items[k]), newX[k], X[k])))) ret = NULL;
+  if (!ret || skip) goto end;
+  bool all_same = true, same0 = true, same1 = true;
+  for (Py_ssize_t k = 1; k < n; k++) all_same &= outs.items[k] == outs.items[0];
+  if (all_same) { ret = outs.items[0]; goto end; }
+  if (uop->op != OP_VECTORIZE || uop->nsrc != 2) goto end;
+  for (Py_ssize_t k = 0; k < n; k++) {
+    UOp *o = outs.items[k], *o0 = outs.items[0];
+    if (o->nsrc < 2 || o0->nsrc < 2) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); ret = NULL; goto end; }
+    same0 &= o->src[0] == o0->src[0];
+    same1 &= o->src[1] == o0->src[1];
+  }
+  UOp *o0 = outs.items[0];
+  if (same0) ret = u_replace_src(ret, (UOp *[]){o0->src[0], ret->src[1]}, 2);
+  if (same1 && ret) ret = u_replace_src(ret, (UOp *[]){ret->src[0], o0->src[1]}, 2);
+end:
+  ptrvec_free(&outs);
+  return ret;
+}
+
+/* the simplex X0 + X1 + ... >= 1 over irreducible Xi: each Xi >= 1 as its own branch */
+static UOp *try_simplex(UOp *uop, UOp *expr, int i) {
+  PtrVec leaves = {0}, fakes = {0};
+  UOp *ret = uop;
+  if (split_into(expr, OP_ADD, &leaves) < 0) ret = NULL;
+  for (Py_ssize_t k = 0; ret && k < leaves.len; k++)
+    if (!IN_GROUP(((UOp *)leaves.items[k])->op, Irreducible)) goto end;
+  for (Py_ssize_t k = 0; ret && k < leaves.len; k++) {
+    UOp *Xi = leaves.items[k], *fake = fake_variable(i, n_int(1), vmax(Xi), Xi->dtype);
+    if (!fake || ptrvec_push(&fakes, fake) < 0) ret = NULL;
+  }
+  if (ret) ret = try_candidate(uop, (UOp *const *)leaves.items, (UOp *const *)fakes.items, leaves.len);
+end:
+  ptrvec_free(&leaves); ptrvec_free(&fakes);
+  return ret;
+}
+
+/* collect the bounds the clauses of valid put on expressions; n_out entries */
+static ExprBounds *parse_bounds(UOp *valid, Py_ssize_t *n_out) {
+  PtrVec stmts = {0};
+  ExprBounds *b = NULL;
+  Py_ssize_t n = 0;
+  if (split_into(valid, OP_AND, &stmts) < 0 || !(b = PyMem_Calloc((size_t)stmts.len + 1, sizeof(ExprBounds)))) goto fail;
+  for (Py_ssize_t k = 0; k < stmts.len; k++) {
+    ParsedValid pv;
+    int rc = parse_valid(stmts.items[k], &pv);
+    if (rc < 0) goto fail;
+    if (rc == 0) continue;
+    Py_ssize_t at = 0;
+    while (at < n && b[at].expr != pv.expr) at++;
+    if (at == n) b[n++].expr = pv.expr;
+    b[at].bound[pv.is_upper] = pv.c;
+  }
+  ptrvec_free(&stmts);
+  *n_out = n;
+  return b;
+fail:
+  if (!PyErr_Occurred()) PyErr_NoMemory();
+  ptrvec_free(&stmts);
+  PyMem_Free(b);
+  return NULL;
+}
+
+/* uop_given_valid: uop simplified under the assumption that valid holds (maybe uop itself).
+ * Each bounded expression becomes a fake variable with those bounds, the result is simplified and
+ * the variables put back; first one expression at a time (with try_simplex), then all together. */
+static UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex) {
+  Py_ssize_t n;
+  ExprBounds *b = valid && uop ? parse_bounds(valid, &n) : NULL;
+  if (!b) return NULL;
+  PyObject *sub = pool_keep(PyDict_New()), *back = pool_keep(PyDict_New());
+  for (Py_ssize_t i = 0; uop && sub && back && i < n; i++) {
+    UOp *expr = b[i].expr;
+    PyObject *v0 = b[i].bound[0] ? b[i].bound[0] : vmin(expr), *v1 = b[i].bound[1] ? b[i].bound[1] : vmax(expr);
+    UOp *fake = fake_variable((int)i, v0, v1, expr->dtype);
+    if (!fake || PyDict_SetItem(sub, (PyObject *)expr, (PyObject *)fake) < 0 || PyDict_SetItem(back, (PyObject *)fake, (PyObject *)expr) < 0) {
+      uop = NULL;
+      break;
+    }
+    if (!simplex) continue;
+    uop = try_candidate(uop, &expr, &fake, 1);
+    int simplex_start = expr->op == OP_ADD ? n_eqi(v0, 1) : 0;
+    if (simplex_start < 0) uop = NULL;
+    else if (simplex_start && uop) uop = try_simplex(uop, expr, (int)i);
+  }
+  PyMem_Free(b);
+  if (!uop || !sub || !back) return NULL;
+  if (!PyDict_GET_SIZE(sub)) return uop;
+  UOp *s_uop = u_substitute(uop, sub);
+  if (!s_uop || s_uop == uop) return s_uop;
+  return u_simplify(u_substitute(u_simplify(s_uop), back));
+}
+
+/* _valid_priority: -1 for every clause whose parsed expression appears in that clause's graph, so
+ * clauses that others are built from come first */
+static int valid_priority(UOp *v, const PtrVec *valids, long *out) {
+  ParsedValid pv;
+  int rc = parse_valid(v, &pv);
+  *out = 0;
+  for (Py_ssize_t k = 0; rc > 0 && k < valids->len; k++) {
+    int in = in_toposort(pv.expr, valids->items[k]);
+    if (in < 0) return -1;
+    *out -= in;
+  }
+  return rc < 0 ? -1 : 0;
+}
+
+/* the clauses of valid, stably sorted by _valid_priority */
+static int sorted_clauses(UOp *valid, PtrVec *out) {
+  if (split_into(valid, OP_AND, out) < 0) return -1;
+  long *prio = PyMem_Calloc((size_t)out->len, sizeof(long));
+  if (!prio) { PyErr_NoMemory(); return -1; }
+  for (Py_ssize_t k = 0; k < out->len; k++)
+    if (valid_priority(out->items[k], out, &prio[k]) < 0) { PyMem_Free(prio); return -1; }
+  for (Py_ssize_t k = 1; k < out->len; k++) {   /* insertion sort: stable, as sorted() */
+    void *item = out->items[k];
+    long p = prio[k];
+    Py_ssize_t j = k;
+    for (; j > 0 && prio[j - 1] > p; j--) out->items[j] = out->items[j - 1], prio[j] = prio[j - 1];
+    out->items[j] = item, prio[j] = p;
+  }
+  PyMem_Free(prio);
+  return 0;
+}
+
+/* simplify_valid: each clause (in priority order, deduplicated) simplified given the ones before it */
+static UOp *simplify_valid(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *valid = m->slot[SLOT_valid], *ret_uop = NULL;
+  if (op_in_slice_with_self(valid, opset_of((Op[]){OP_INDEX}, 1)) != 0) return NULL;
+  PtrVec valids = {0}, seen = {0}, ret = {0};
+  if (sorted_clauses(valid, &valids) < 0) goto end;
+  for (Py_ssize_t k = 0; k < valids.len; k++) {
+    UOp *stmt = valids.items[k];
+    if (vec_has(&seen, stmt)) continue;
+    if (ptrvec_push(&seen, stmt) < 0) goto end;
+    if (ret.len && !(stmt = uop_given_valid(uop_prod((UOp *const *)ret.items, ret.len), stmt, true))) goto end;
+    if (ptrvec_push(&ret, stmt) < 0) goto end;
+  }
+  bool changed = ret.len != valids.len;   /* ret != valids */
+  for (Py_ssize_t k = 0; !changed && k < ret.len; k++) changed = ret.items[k] != valids.items[k];
+  if (changed) ret_uop = uop_prod((UOp *const *)ret.items, ret.len);
+end:
+  ptrvec_free(&valids); ptrvec_free(&seen); ptrvec_free(&ret);
+  return ret_uop;
+}
+
+/* gated_given_valid: the gated index simplified given its own gate (not for image index math) */
+static UOp *gated_given_valid(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  if (image_enabled) {
+    int has_div = op_in_slice_with_self(m->x, opset_of((Op[]){OP_IDIV, OP_MOD}, 2));
+    if (has_div != 0) return NULL;
+  }
+  return u_where(m->cond, uop_given_valid(m->cond, m->x, false), m->slot[SLOT_i]);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* reduce_mul_chain, drop_and_clauses, where_on_load                                               */
+/* ---------------------------------------------------------------------------------------------- */
+
+static int arg_is_op(PyObject *arg, Op op) { return PyObject_RichCompareBool(arg, ops_members[op], Py_EQ); }
+
+/* reduce_mul_chain: factors of the reduced product that do not depend on the reduce's ranges (and,
+ * for MAX, are never negative) move out of the REDUCE */
+static UOp *reduce_mul_chain(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *r = m->r, *ret = NULL;
+  int is_add = arg_is_op(r->arg, OP_ADD), is_max = is_add ? 0 : arg_is_op(r->arg, OP_MAX);
+  if (is_add < 0 || is_max < 0 || !(is_add || is_max)) return NULL;
+  int dtype_differs = PyObject_RichCompareBool((PyObject *)r->dtype, (PyObject *)r->src[0]->dtype, Py_NE);
+  if (dtype_differs != 0) return NULL;
+  PtrVec factors = {0}, inside = {0}, outside = {0};
+  if (split_into(r->src[0], OP_MUL, &factors) < 0) goto end;
+  for (Py_ssize_t k = 0; k < factors.len; k++) {
+    UOp *f = factors.items[k];
+    bool independent = true;
+    for (int s = 1; s < r->nsrc && independent; s++) {
+      int in = in_toposort(r->src[s], f);
+      if (in < 0) goto end;
+      independent = !in;
+    }
+    if (independent && is_max) {
+      int nonneg = n_le(n_int(0), vmin(f));
+      if (nonneg < 0) goto end;
+      independent = nonneg;
+    }
+    if (ptrvec_push(independent ? &outside : &inside, f) < 0) goto end;
+  }
+  if (!outside.len) goto end;
+  UOp **src = PyMem_Malloc(sizeof(UOp *) * r->nsrc);
+  if (!src) { PyErr_NoMemory(); goto end; }
+  src[0] = inside.len ? int_prod((UOp *const *)inside.items, inside.len) : u_const_likei(r->src[0], 1);
+  for (int s = 1; s < r->nsrc; s++) src[s] = r->src[s];
+  ret = u_mul(u_replace_src(r, src, r->nsrc), int_prod((UOp *const *)outside.items, outside.len));
+  PyMem_Free(src);
+end:
+  ptrvec_free(&factors); ptrvec_free(&inside); ptrvec_free(&outside);
+  return ret;
+}
+
+/* drop_and_clauses: clauses of an index gate that share no range with the index are dropped */
+static UOp *drop_and_clauses(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  PtrVec clauses = {0}, keep = {0};
+  PtrMap memo = {0};
+  UOp *ret = NULL;
+  PyObject *x_ranges = NULL;
+  if (split_into(m->cond, OP_AND, &clauses) < 0 || !(x_ranges = ranges_of(m->x, &memo))) goto end;
+  for (Py_ssize_t k = 0; k < clauses.len; k++) {
+    PyObject *c_ranges = ranges_of(clauses.items[k], &memo);
+    int shares = c_ranges ? ranges_within(c_ranges, x_ranges, false) : -1;
+    if (shares < 0 || (shares && ptrvec_push(&keep, clauses.items[k]) < 0)) goto end;
+  }
+  if (keep.len < clauses.len) ret = u_where(all_true_and((UOp *const *)keep.items, keep.len), m->x, m->slot[SLOT_i]);
+end:
+  ranges_memo_free(&memo);
+  ptrvec_free(&clauses); ptrvec_free(&keep);
+  return ret;
+}
+
+/* every INDEX in c's graph (with c) is in x's graph (with x): 1, 0, -1 */
+static int indexes_within(UOp *c, UOp *x) {
+  if (c->op == OP_INDEX) {
+    int in = in_toposort(c, x);
+    if (in <= 0) return in;
+  }
+  PyObject *slice = PyObject_GetAttrString((PyObject *)c, "backward_slice"), *k, *v;
+  if (!slice) return -1;
+  Py_ssize_t pos = 0;
+  int ok = 1;
+  while (ok > 0 && PyDict_Next(slice, &pos, &k, &v))
+    if (((UOp *)k)->op == OP_INDEX) ok = in_toposort((UOp *)k, x);
+  Py_DECREF(slice);
+  return ok;
+}
+
+/* a clause of the where can move into the load's index gate when its ranges are all the index's
+ * and every INDEX it reads is already under the index (no data dependent loads): 1, 0, -1 */
+static int clause_can_move(UOp *c, UOp *x, PyObject *x_ranges, PtrMap *memo) {
+  PyObject *c_ranges = ranges_of(c, memo);
+  int within = c_ranges ? ranges_within(c_ranges, x_ranges, true) : -1;
+  return within <= 0 ? within : indexes_within(c, x);
+}
+
+/* where_on_load: c1.where(buf[x], 0) moves the clauses of c1 it can (and drops the ones the index
+ * gate has already) into the gate of x */
+static UOp *where_on_load(UOp *c1, UOp *buf, UOp *x) {
+  UOp *c2 = call0(x, "get_valid"), *ret = NULL;
+  if (!c1 || !c2) return NULL;
+  PtrVec c1s = {0}, c2s = {0}, dup = {0}, moved = {0}, remaining = {0};
+  PtrMap memo = {0};
+  PyObject *x_ranges = NULL;
+  if (split_into(c1, OP_AND, &c1s) < 0 || split_into(c2, OP_AND, &c2s) < 0 || !(x_ranges = ranges_of(x, &memo))) goto end;
+  for (Py_ssize_t k = 0; k < c1s.len; k++)
+    if (vec_has(&c2s, c1s.items[k]) && ptrvec_push(&dup, c1s.items[k]) < 0) goto end;
+  for (Py_ssize_t k = 0; k < c1s.len; k++) {
+    if (vec_has(&dup, c1s.items[k])) continue;
+    int can = clause_can_move(c1s.items[k], x, x_ranges, &memo);
+    if (can < 0 || (can && ptrvec_push(&moved, c1s.items[k]) < 0)) goto end;
+  }
+  if (!moved.len && !dup.len) goto end;
+  for (Py_ssize_t k = 0; k < c1s.len; k++)
+    if (!vec_has(&moved, c1s.items[k]) && !vec_has(&dup, c1s.items[k]) && ptrvec_push(&remaining, c1s.items[k]) < 0) goto end;
+  UOp *gate = c2;
+  for (Py_ssize_t k = 0; k < moved.len && gate; k++) gate = u_and(gate, moved.items[k]);
+  UOp *load = call1(buf, "index", (PyObject *)call1(call0(x, "get_idx"), "valid", (PyObject *)gate));
+  ret = u_where(all_true_and((UOp *const *)remaining.items, remaining.len), load, u_const_likei(load, 0));
+end:
+  ranges_memo_free(&memo);
+  ptrvec_free(&c1s); ptrvec_free(&c2s); ptrvec_free(&dup); ptrvec_free(&moved); ptrvec_free(&remaining);
+  return ret;
+}
+
+/* c1.where(buf[x], 0) */
+static UOp *where_then_load(Captures *m, PyObject *ctx) { UNUSED(ctx); return where_on_load(m->c1, m->buf, m->x); }
+/* c1.where(0, buf[x]) is (not c1).where(buf[x], 0) */
+static UOp *where_else_load(Captures *m, PyObject *ctx) { UNUSED(ctx); return where_on_load(u_not(m->c1), m->buf, m->x); }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* xpow (tinygrad/uop/decompositions.py)                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* base ** exponent as exp2(exponent * log2(|base|)), with the sign of a negative base (nan for a
+ * non-integer exponent, -1 for an odd one) and 0 ** 0 = 1 */
+static UOp *xpow(UOp *base, UOp *exponent) {
+  UOp *base_neg = u_lti(base, 0);
+  UOp *ret = u_unary(OP_EXP2, u_mul(u_unary(OP_LOG2, u_where(base_neg, u_neg(base), base)), exponent));
+  UOp *non_int = u_ne(exponent, u_cast(u_cast(exponent, DTYPE(INT32)), exponent ? exponent->dtype : NULL));
+  UOp *abs_exp = u_where(u_lti(exponent, 0), u_neg(exponent), exponent);
+  UOp *odd = u_cast(u_modi(u_cast(abs_exp, DTYPE(INT32)), 2), DTYPE(BOOL));
+  UOp *adj = u_where(non_int, u_const_like(ret, math_nan), u_where(odd, u_const_likei(ret, -1), u_const_likei(ret, 1)));
+  UOp *zero_zero = u_and(u_not(u_binop(OP_CMPNE, base, n_int(0))), u_not(u_binop(OP_CMPNE, exponent, n_int(0))));   /* x.eq(0) */
+  return u_where(zero_zero, u_const_likei(ret, 1), u_mul(ret, u_where(base_neg, adj, u_const_likei(ret, 1))));
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the rules of sym                                                                                */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* an ALU of two broadcasts is one scalar ALU, broadcast */
+static UOp *alu_of_broadcasts(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *alu = m->alu, *scalar = u_new(alu->op, dtype_scalar(alu->dtype), (UOp *[]){m->x, m->y}, 2, NULL);
+  int n = alu->dtype->count;
+  UOp **lanes = scalar ? PyMem_Malloc(sizeof(UOp *) * (size_t)(n ? n : 1)) : NULL;
+  if (!lanes) return scalar ? (UOp *)PyErr_NoMemory() : NULL;
+  for (int k = 0; k < n; k++) lanes[k] = scalar;
+  UOp *ret = u_new(OP_VECTORIZE, alu->dtype, lanes, n, NULL);
+  PyMem_Free(lanes);
+  return ret;
+}
+
+/* x != 0 is x cast to bool */
+static UOp *ne_zero_is_bool(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  return u_cast(m->x, dtype_vec(DTYPE(BOOL), m->x->dtype->count));
+}
+
+/* a cast of a where casts both branches */
+static UOp *cast_into_where(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  return u_where(m->s, u_cast(m->a, m->cast->dtype), u_cast(m->b, m->cast->dtype));
+}
+
+/* POW is lowered to exp2/log2 */
+static UOp *pow_to_xpow(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *p = m->slot[SLOT_p];
+  if (p->nsrc != 2) return (UOp *)PyErr_Format(PyExc_TypeError, "xpow() takes 2 arguments (%d given)", (int)p->nsrc);
+  return xpow(p->src[0], p->src[1]);
+}
+
+static UOp *noop(void) { return u_new(OP_NOOP, DTYPE(VOID), NULL, 0, NULL); }
+
+/* storing what was just loaded from the same place does nothing */
+static UOp *store_of_own_load(Captures *m, PyObject *ctx) { UNUSED(m); UNUSED(ctx); return noop(); }
+
+/* store(idx, gate.where(alt, load(idx))) stores alt only where gate holds */
+static UOp *store_gated_alt(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *index = m->slot[SLOT_index], *store = m->slot[SLOT_store];
+  if (index->nsrc < 2) return (UOp *)PyErr_Format(PyExc_IndexError, "tuple index out of range");
+  UOp *invalid = KEEP(uop_const(DTYPE(INDEX), Invalid));
+  UOp *gated = call1(index->src[0], "index", (PyObject *)u_where(m->gate, index->src[1], invalid));
+  PyObject *args = gated ? pool_keep(PyTuple_New(store->nsrc - 1)) : NULL;
+  if (!args) return NULL;
+  PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)m->slot[SLOT_alt]));
+  for (int k = 2; k < store->nsrc; k++) PyTuple_SET_ITEM(args, k - 1, Py_NewRef((PyObject *)store->src[k]));
+  PyObject *fn = pool_keep(PyObject_GetAttrString((PyObject *)gated, "store"));
+  return fn ? KEEP(PyObject_Call(fn, args, NULL)) : NULL;
+}
+
+/* a LOAD or STORE at an Invalid index: a store does nothing, a load reads 0 */
+static UOp *invalid_access(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  return m->x->op == OP_STORE ? noop() : u_const_likei(m->x, 0);
+}
+
+/* 1/(x*x) -> (1/x)*(1/x) */
+static UOp *recip_square(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_mul(u_recip(m->x), u_recip(m->x)); }
+/* 1/(x*x*x) -> (1/x)*(1/x)*(1/x) */
+static UOp *recip_cube(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  return u_mul(u_mul(u_recip(m->x), u_recip(m->x)), u_recip(m->x));
+}
+/* 1/(x*c) -> (1/x)*(1/c) */
+static UOp *recip_times_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_mul(u_recip(m->x), u_recip(m->c)); }
+
+/* 1-d as Python computes it on UOps */
+static UOp *one_minus(UOp *d) { return d ? KEEP(PyNumber_Subtract(n_int(1), (PyObject *)d)) : NULL; }
+/* x*(1/(1+x)) -> 1-1/(1+x) */
+static UOp *x_over_one_plus_x(Captures *m, PyObject *ctx) { UNUSED(ctx); return one_minus(m->d); }
+/* x*((1/(1+x))*y) -> y*(1-1/(1+x)) */
+static UOp *x_over_one_plus_x_times(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_mul(m->y, one_minus(m->d)); }
+/* x*(1/(1+x)+y) -> (1-1/(1+x))+x*y */
+static UOp *x_over_one_plus_x_plus(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_add(one_minus(m->d), u_mul(m->x, m->y)); }
+
+/* a REDUCE ADD of x*c is the REDUCE of x, times c */
+static UOp *const_out_of_reduce(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *r = m->r, **src = PyMem_Malloc(sizeof(UOp *) * r->nsrc);
+  if (!src) return (UOp *)PyErr_NoMemory();
+  src[0] = m->x;
+  for (int k = 1; k < r->nsrc; k++) src[k] = r->src[k];
+  UOp *ret = u_binop(OP_MUL, u_replace_src(r, src, r->nsrc), m->c->arg);
+  PyMem_Free(src);
+  return ret;
+}
+
+/* a GROUP of one is that one */
+static UOp *group_of_one(Captures *m, PyObject *ctx) { UNUSED(ctx); return m->x; }
+
+static bool sink_like(Op op) { return op == OP_UNROLL || op == OP_NOOP || op == OP_VECTORIZE || op == OP_SINK; }
+
+/* a SINK/GROUP takes the sources of its UNROLL/NOOP/VECTORIZE/SINK sources in their place */
+static UOp *flatten_sink(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *root = m->root;
+  bool any = false;
+  for (int k = 0; k < root->nsrc; k++) any |= sink_like(root->src[k]->op);
+  if (!any) return NULL;
+  PtrVec src = {0};
+  for (int k = 0; k < root->nsrc; k++) {
+    UOp *s = root->src[k];
+    if (!sink_like(s->op)) { if (ptrvec_push(&src, s) < 0) goto fail; continue; }
+    for (int j = 0; j < s->nsrc; j++)
+      if (ptrvec_push(&src, s->src[j]) < 0) goto fail;
+  }
+  UOp *ret = src.len > INT_MAX ? NULL : u_new(root->op, root->dtype, (UOp *const *)src.items, (int)src.len, root->arg);
+  ptrvec_free(&src);
+  return ret;
+fail:
+  ptrvec_free(&src);
+  return NULL;
+}
+
+/* an END of an empty NOOP is the NOOP */
+static UOp *end_of_noop(Captures *m, PyObject *ctx) { UNUSED(ctx); return m->slot[SLOT_noop]; }
+/* -(x+y) -> -x + -y */
+static UOp *negate_sum(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_add(u_neg(m->x), u_neg(m->y)); }
+/* (x+y)*c -> x*c+y*c, for index x */
+static UOp *distribute_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_add(u_mul(m->x, m->c), u_mul(m->y, m->c)); }
+
+/* ---------------------------------------------------------------------------------------------- */
+/* rule sets                                                                                       */
+/* ---------------------------------------------------------------------------------------------- */
+
+#define INVALID_GATE "UPat.var('cond').where(UPat.var('x'), UPat(Ops.CONST, arg=Invalid, name='i'))"
+
+static const RuleDef pm_drop_and_clauses_defs[] = {
+  {INVALID_GATE, drop_and_clauses},
+};
+
+static const RuleDef pm_move_where_on_load_defs[] = {
+  {"UPat.var('c1').where(UPat.var('buf').index(UPat.var('x')), 0)", where_then_load},
+  {"UPat.var('c1').where(0, UPat.var('buf').index(UPat.var('x')))", where_else_load},
+};
+
+static const RuleDef pm_simplify_valid_defs[] = {
+  {"UPat(Ops.AND, name='valid')", simplify_valid},
+  {INVALID_GATE, gated_given_valid},
+};
+
+#define ONE_PLUS_X_RECIP "(1 + UPat.var('x')).reciprocal().named('d')"
+static const RuleDef sym_defs[] = {
+  {"UPat(GroupOp.ALU, src=(UPat(Ops.VECTORIZE, src=UPat(name='x')), UPat(Ops.VECTORIZE, src=UPat(name='y'))), name='alu')",
+   alu_of_broadcasts},
+  {"UPat.var('x') != 0", ne_zero_is_bool},
+  {"UPat.var('s').where(UPat.var('a'), UPat.var('b')).cast().named('cast')", cast_into_where},
+  {"UPat(Ops.POW, name='p')", pow_to_xpow},
+  {"UPat.store(UPat(Ops.INDEX, name='index'), UPat.load(UPat(Ops.INDEX, name='index')))", store_of_own_load},
+  {"UPat.store(UPat(Ops.INDEX, name='index'), UPat.var('gate').where(UPat.var('alt'), UPat.load(UPat(Ops.INDEX, name='index'))),"
+   " allow_any_len=True, name='store')", store_gated_alt},
+  {"UPat((Ops.LOAD, Ops.STORE), src=(UPat().index(UPat.const(dtypes.index, Invalid)).or_casted(),), allow_any_len=True, name='x')",
+   invalid_access},
+  {"(UPat.var('x') * UPat.var('x')).reciprocal()", recip_square},
+  {"(UPat.var('x') * UPat.var('x') * UPat.var('x')).reciprocal()", recip_cube},
+  {"(UPat.var('x') * UPat.cvar('c')).reciprocal()", recip_times_const},
+  {"UPat.var('x') * " ONE_PLUS_X_RECIP, x_over_one_plus_x},
+  {"UPat.var('x') * (" ONE_PLUS_X_RECIP " * UPat.var('y'))", x_over_one_plus_x_times},
+  {"UPat.var('x') * (" ONE_PLUS_X_RECIP " + UPat.var('y'))", x_over_one_plus_x_plus},
+  {"(UPat.var('x') * UPat.cvar('c', vec=False)).reduce(arg=Ops.ADD, name='r', allow_any_len=True)", const_out_of_reduce},
+  {"UPat(Ops.MUL).reduce(name='r', allow_any_len=True)", reduce_mul_chain},
+  {"UPat(Ops.GROUP, src=(UPat.var('x'),))", group_of_one},
+  {"UPat((Ops.SINK, Ops.GROUP), name='root')", flatten_sink},
+  {"UPat(Ops.END, src=(UPat(Ops.NOOP, src=(), name='noop'),), allow_any_len=True)", end_of_noop},
+  {"-1 * (UPat.var('x') + UPat.var('y'))", negate_sum},
+  {"(UPat.var('x', dtypes.index) + UPat.var('y')) * UPat.cvar('c')", distribute_const},
+};
+
+static PyMethodDef sym_functions[] = {
+  {"uop_ranges", py_uop_ranges, METH_O, "uop_ranges(u): tinygrad's u.ranges (the RANGEs u is inside of)"},
+  {NULL, NULL, 0, NULL},
+};
+
+/* IMAGE as tinygrad's ContextVar reads it: int(os.getenv("IMAGE", 0)) */
+static int read_image_env(void) {
+  const char *env = getenv("IMAGE");
+  if (!env) return 0;
+  PyObject *s = PyUnicode_FromString(env), *v = s ? PyNumber_Long(s) : NULL;
+  int positive = v ? n_gti(v, 0) : -1;
+  Py_XDECREF(s); Py_XDECREF(v);
+  if (positive < 0) return -1;
+  image_enabled = positive;
+  return 0;
+}
+
+static PatternMatcher *registered(const char *name, PatternMatcher *pm) {
+  return native_register(name, pm) < 0 ? NULL : native_get(name);
+}
 
 int tinyc_init_symbolic_sym(PyObject *m) {
-  UNUSED(m);
-  return 0;
+  PyObject *math = PyImport_ImportModule("math");
+  math_nan = math ? PyObject_GetAttrString(math, "nan") : NULL;
+  Py_XDECREF(math);
+  if (!math_nan || read_image_env() < 0 || PyModule_AddFunctions(m, sym_functions) < 0) return -1;
+  SLOT_i = capture_slot("i"), SLOT_valid = capture_slot("valid"), SLOT_p = capture_slot("p"), SLOT_index = capture_slot("index");
+  SLOT_alt = capture_slot("alt"), SLOT_store = capture_slot("store"), SLOT_noop = capture_slot("noop");
+  if (SLOT_i < 0 || SLOT_valid < 0 || SLOT_p < 0 || SLOT_index < 0 || SLOT_alt < 0 || SLOT_store < 0 || SLOT_noop < 0) return -1;
+  PatternMatcher *simplify_valid_pm = registered("pm_simplify_valid", pm_from_defs(pm_simplify_valid_defs, N(pm_simplify_valid_defs)));
+  if (!simplify_valid_pm) return -1;
+  if (!registered("pm_drop_and_clauses", pm_from_defs(pm_drop_and_clauses_defs, N(pm_drop_and_clauses_defs))) ||
+      !registered("pm_move_where_on_load", pm_from_defs(pm_move_where_on_load_defs, N(pm_move_where_on_load_defs))))
+    return -1;
+  /* sym = symbolic + pm_simplify_valid + its own rules; without symbolic (not built yet) the rest */
+  PatternMatcher *symbolic = native_get("symbolic"), *own = pm_from_defs(sym_defs, N(sym_defs));
+  PatternMatcher *head = symbolic ? pm_concat(symbolic, simplify_valid_pm) : (PatternMatcher *)Py_NewRef(simplify_valid_pm);
+  PatternMatcher *sym = head && own ? pm_concat(head, own) : NULL;
+  Py_XDECREF(head); Py_XDECREF(own);
+  return native_register("sym", sym);
 }

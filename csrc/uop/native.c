@@ -137,7 +137,7 @@ UOp *u_replace_src(UOp *u, UOp *const *src, int n) {
   for (int i = 0; i < n; i++) if (!src[i]) return NULL;
   return u ? KEEP(uop_new(u->op, u->dtype, src, n, u->arg, uop_tag(u))) : NULL;
 }
-UOp *u_gep(UOp *a, PyObject *i) { return (UOp *)pool_keep(a && i ? PyObject_CallMethod((PyObject *)a, "gep", "O", i) : NULL); }
+UOp *u_gep(UOp *a, PyObject *i) { return (UOp *)pool_keep(a && i ? PyObject_CallMethod((PyObject *)a, "gep", "(O)", i) : NULL); }
 UOp *u_sum(UOp *const *xs, int n) {
   UOp *acc = xs[0];
   for (int i = 1; i < n && acc; i++) acc = (UOp *)pool_keep(xs[i] ? PyNumber_Add((PyObject *)acc, (PyObject *)xs[i]) : NULL);

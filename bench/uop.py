@@ -5,7 +5,7 @@
 Measures: creating new nodes, creating an existing node (a cache hit), toposort of a 4000-node graph,
 `key` and `vmin/vmax` on fresh graphs (both libraries cache them per node), and bytes per node.
 """
-import gc, sys, time, tracemalloc, pathlib
+import gc, random, sys, time, tracemalloc, pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import tinyc
 from tinygrad.uop.ops import UOp as TgUOp
@@ -26,18 +26,19 @@ def best_of(fn, repeat=5):
   return best
 
 def index_graph(lib, n, tag=""):
-  """A kernel-like index expression graph of about n nodes: ranges, mul by strides, adds, mods, divs, compares."""
+  """A kernel-like index expression DAG of n expression nodes: ranges, strides, adds, mods, divs, maxes.
+  Each node combines random earlier ones, so the graph is wide (tinygrad's recursive `key` stays in its limit)."""
   U, O, dt = lib
-  rngs = [U.range(U.const(dt.index, 16 + i), i) for i in range(8)]
-  v = U.variable("n" + tag, 1, 1024)
-  nodes, x = [], rngs[0]
-  i = 0
-  while len(nodes) < n:
-    r = rngs[i % 8]
-    x = (x * (i % 7 + 2) + r) % (v + i) if i % 3 else (x // (i % 5 + 2)).maximum(r) + i
+  rng = random.Random(0)
+  pool = [U.range(U.const(dt.index, 16 + i), i) for i in range(8)] + [U.variable("n" + tag, 1, 1024)]
+  nodes = []
+  for i in range(n):
+    a, b = rng.choice(pool[-64:]), rng.choice(pool)
+    k = i % 4
+    x = a * (i % 7 + 2) + b if k == 0 else (a + b) % (i % 13 + 2) if k == 1 else (a // (i % 5 + 2)).maximum(b) if k == 2 else a + i
+    pool.append(x)
     nodes.append(x)
-    i += 1
-  return U.sink(*nodes[-4:]), nodes
+  return U.sink(*nodes[-16:]), nodes
 
 def bench_create(lib, n, reps=50):
   """Per node: a chain of n new nodes made and dropped (kernel-sized, so it stays in cache), then the

@@ -18,6 +18,9 @@ static uint64_t table_version;    /* bumped on every insert/delete: detects re-e
 
 Py_ssize_t uop_intern_count(void) { return (Py_ssize_t)table_len; }
 
+/* node flags: a DEVICE op is in the backward slice (_device needs a walk); a walk has finished the node */
+enum { FLAG_HAS_DEVICE = 1, FLAG_VISITED = 2 };
+
 static inline uint64_t mix_hash(uint64_t h, uint64_t v) {
   /* one round of xxHash64's accumulate step: cheap, and good enough to spread pointers */
   h += v * 0xC2B2AE3D27D4EB4FULL;
@@ -166,7 +169,6 @@ static UOp *table_find(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
  * Construction and destruction
  * ------------------------------------------------------------------------------------------ */
 
-enum { FLAG_HAS_DEVICE = 1 };   /* a DEVICE op is in the backward slice: _device needs a walk */
 
 UOpExtra *uop_extra(UOp *u) {
   if (!u->extra && !(u->extra = PyMem_Calloc(1, sizeof(UOpExtra)))) PyErr_NoMemory();
@@ -266,16 +268,20 @@ static void uop_dealloc(UOp *u) {
  * first source is finished first. `gate` (a Python callable or NULL) stops the walk at nodes it
  * rejects. Appends to out in finishing order. */
 static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
+  /* Without a gate no Python code runs during the walk, so a bit in each node marks it done (cleared
+   * after); a gate may start another walk, so gated walks keep their own map. */
   PtrVec stack = {0};
   PtrMap done = {0};
+  Py_ssize_t first = out->len;
   int rc = -1;
   if (ptrvec_push(&stack, root) < 0) goto end;
   while (stack.len) {
     uintptr_t entry = (uintptr_t)ptrvec_pop(&stack);
     UOp *node = (UOp *)(entry & ~(uintptr_t)1);
-    if (ptrmap_has(&done, node)) continue;
+    if (gate ? ptrmap_has(&done, node) : (node->flags & FLAG_VISITED)) continue;
     if (entry & 1) {   /* second visit: all sources are done */
-      if (ptrmap_set(&done, node, node) < 0 || ptrvec_push(out, node) < 0) goto end;
+      if (ptrvec_push(out, node) < 0 || (gate && ptrmap_set(&done, node, node) < 0)) goto end;
+      node->flags |= gate ? 0 : FLAG_VISITED;
       continue;
     }
     if (gate) {
@@ -291,6 +297,7 @@ static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
   }
   rc = 0;
 end:
+  for (Py_ssize_t i = first; i < out->len; i++) ((UOp *)out->items[i])->flags &= (uint8_t)~FLAG_VISITED;
   ptrvec_free(&stack);
   ptrmap_free(&done);
   return rc;

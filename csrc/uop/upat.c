@@ -387,12 +387,11 @@ static int on_rule_match(MatchState *st) {
   return 1;
 }
 
-/* universal_match: the first non-None result of the rule over all its matches (NULL: none). */
-static int apply_rule(Rule *rule, UOp *u, PyObject *ctx, PyObject **out) {
-  Captures cap;
-  memset(&cap, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
+/* universal_match: the first non-None result of the rule over all its matches (NULL: none).
+ * cap comes in all NULL and leaves all NULL: match() unbinds every capture on its way out. */
+static int apply_rule(Rule *rule, UOp *u, PyObject *ctx, Captures *cap, PyObject **out) {
   RuleCall call = {rule, u, ctx, NULL};
-  MatchState st = {&cap, on_rule_match, &call};
+  MatchState st = {cap, on_rule_match, &call};
   int r = match(&st, rule->pat, u, NULL);
   *out = call.result;
   return r < 0 ? -1 : 0;
@@ -403,12 +402,15 @@ PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop
   if (!n) return NULL;
   OpSet src_ops = {{0, 0}};
   for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
+  Captures cap;
+  bool cleared = false;
   for (int i = 0; i < n; i++) {
     Rule *rule = pm->rules[pm->by_op[u->op][i]];
     OpSet er = rule->pat->early_reject;
     if ((er.bits[0] & ~src_ops.bits[0]) || (er.bits[1] & ~src_ops.bits[1])) continue;
+    if (!cleared) memset(&cap, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED)), cleared = true;
     PyObject *ret;
-    if (apply_rule(rule, u, ctx, &ret) < 0) return NULL;
+    if (apply_rule(rule, u, ctx, &cap, &ret) < 0) return NULL;
     if (!ret) continue;
     if (ret == (PyObject *)u) { Py_DECREF(ret); continue; }
     if (require_uop && !UOp_Check(ret)) {

@@ -42,7 +42,6 @@ UOp *uop_const_int(DType *dtype, long long v) {
 /* const with an optional DEVICE source, as UOp.const(dtype, b, device=...) */
 static UOp *const_on_device(DType *dtype, PyObject *b, PyObject *device) {
   UOp *c = uop_const(dtype, b);
-  if (!c || device == Py_None || c->op != OP_CONST ? (c && c->op != OP_VCONST ? 0 : 1) : 0) {}
   if (!c || device == Py_None || UOp_Check(b)) return c;
   UOp *dev = uop_new0(OP_DEVICE, DTYPE(VOID), device);
   UOp *ret = dev ? uop_new1(c->op, c->dtype, dev, c->arg) : NULL;

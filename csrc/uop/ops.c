@@ -179,8 +179,8 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   UOp *u = PyObject_Malloc(sizeof(UOp) + (size_t)nsrc * sizeof(UOp *));
   if (!u) return (UOp *)PyErr_NoMemory();
   PyObject_Init((PyObject *)u, &UOp_Type);
-  u->op = (uint8_t)op, u->flags = op == OP_DEVICE ? FLAG_HAS_DEVICE : 0;
-  u->nsrc = (uint16_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
+  u->op = op, u->flags = op == OP_DEVICE ? FLAG_HAS_DEVICE : 0;
+  u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
   Py_INCREF(arg);
   u->arg = arg;
   for (Py_ssize_t i = 0; i < nsrc; i++) {
@@ -199,7 +199,7 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
 UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag) {
   if (!arg) arg = Py_None;
   if (!tag) tag = Py_None;
-  if (nsrc > UINT16_MAX) return (UOp *)PyErr_Format(PyExc_ValueError, "a UOp has at most %d sources", UINT16_MAX);
+  if (nsrc > UOP_MAX_SRC) return (UOp *)PyErr_Format(PyExc_ValueError, "a UOp has at most %d sources", UOP_MAX_SRC);
   uint32_t hash;
   if (node_hash(op, dtype, src, nsrc, arg, tag, &hash) < 0) return NULL;
   size_t slot = 0;
@@ -297,7 +297,7 @@ static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
   }
   rc = 0;
 end:
-  for (Py_ssize_t i = first; i < out->len; i++) ((UOp *)out->items[i])->flags &= (uint8_t)~FLAG_VISITED;
+  for (Py_ssize_t i = first; i < out->len; i++) ((UOp *)out->items[i])->flags &= ~FLAG_VISITED & 3u;
   ptrvec_free(&stack);
   ptrmap_free(&done);
   return rc;

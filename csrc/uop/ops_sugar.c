@@ -338,7 +338,7 @@ static PyObject *UOp_broadcast(UOp *self, PyObject *count_obj) {
   if (count == -1 && PyErr_Occurred()) return NULL;
   if (dtype_vcount(self->dtype) != 1) return PyErr_Format(PyExc_ValueError, "broadcast of a vector %R", (PyObject *)self->dtype);
   if (count == 1) return Py_NewRef(self);
-  if (count < 1 || count > UINT16_MAX) return PyErr_Format(PyExc_ValueError, "bad broadcast count %ld", count);
+  if (count < 1 || count > UOP_MAX_SRC) return PyErr_Format(PyExc_ValueError, "bad broadcast count %ld", count);
   DType *dt = dtype_vec(self->dtype, (int)count);
   UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)count);
   if (!dt || !src) { PyMem_Free(src); return dt ? PyErr_NoMemory() : NULL; }

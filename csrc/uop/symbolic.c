@@ -29,7 +29,7 @@ static UOp *u_pow(UOp *a, UOp *b) { return u_alu2(OP_POW, a, b); }
 /* x.const_like(False).cast(bool with x's vector width): the folded result of a comparison */
 static UOp *false_like(UOp *x) { return u_cast(u_const_like(x, Py_False), dtype_vec(DTYPE(BOOL), x->dtype->count)); }
 static UOp *u_new_vec(Op op, DType *dt, PtrVec *src, PyObject *arg) {
-  UOp *ret = src->len > UINT16_MAX ? (UOp *)PyErr_Format(PyExc_ValueError, "too many sources") : u_new(op, dt, (UOp **)src->items, (int)src->len, arg);
+  UOp *ret = src->len > UOP_MAX_SRC ? (UOp *)PyErr_Format(PyExc_ValueError, "too many sources") : u_new(op, dt, (UOp **)src->items, (int)src->len, arg);
   ptrvec_free(src);
   return ret;
 }
@@ -707,7 +707,7 @@ RULE(after_side_effects) {
     if (has_side_effect(y)) rc = ptrvec_push(&src, y);
     else for (int j = 0; j < y->nsrc && rc == 0; j++) rc = ptrvec_push(&src, y->src[j]);
   }
-  UOp *ret = rc < 0 ? NULL : src.len > UINT16_MAX ? (UOp *)PyErr_Format(PyExc_ValueError, "too many sources")
+  UOp *ret = rc < 0 ? NULL : src.len > UOP_MAX_SRC ? (UOp *)PyErr_Format(PyExc_ValueError, "too many sources")
                                                    : u_replace_src(x, (UOp **)src.items, (int)src.len);
   ptrvec_free(&src);
   return ret;

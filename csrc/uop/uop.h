@@ -62,15 +62,17 @@ typedef struct UOpExtra {
 
 typedef struct UOp {
   PyObject_HEAD
-  uint8_t op;            /* Op */
-  uint8_t flags;
-  uint16_t nsrc;
+  uint32_t op : 8;       /* Op */
+  uint32_t flags : 2;
+  uint32_t nsrc : 22;    /* up to UOP_MAX_SRC: a LINEAR holds every uop of a kernel */
   uint32_t hash;         /* hash of (op, dtype, src, arg, tag) for the intern table */
   DType *dtype;          /* borrowed: dtypes are immortal */
   PyObject *arg;         /* owned, never NULL (Py_None) */
   UOpExtra *extra;       /* NULL when the tag is None and nothing is cached */
   struct UOp *src[];     /* owned */
 } UOp;
+
+#define UOP_MAX_SRC ((1 << 22) - 1)
 
 extern PyTypeObject UOp_Type;
 #define UOp_Check(o) (Py_TYPE(o) == &UOp_Type)

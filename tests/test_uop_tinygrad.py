@@ -62,6 +62,15 @@ def test_scheduled_ast(name):
   for ast in asts: check_graph(from_tinygrad(ast), ast)
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
+def test_shapes_of_scheduled_ast(name):
+  # _shape on every node of a real kernel AST, as tinygrad computes it
+  for ast in program_asts(name)[0]:
+    for t in ast.toposort():
+      c = from_tinygrad(t)
+      assert c._shape == t._shape, (t.op, t._shape, c._shape)
+      if t._shape is not None: assert c.shape == t.shape
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
 def test_lowered_ast(name):
   _, lowered = program_asts(name)
   assert len(lowered) >= 2

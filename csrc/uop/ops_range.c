@@ -757,12 +757,17 @@ static PyObject *UOp_sintify(UOp *self, PyObject *unused) {
   return Py_NewRef(self->op == OP_CONST ? self->arg : (PyObject *)self);
 }
 
+static PyObject *UOp_shape_(UOp *self, void *c);
+static PyObject *UOp_shape(UOp *self, void *c);
+
 PyGetSetDef uop_range_getset[] = {
   {"vmin", (getter)UOp_vmin, NULL, "lower bound of the value", NULL},
   {"vmax", (getter)UOp_vmax, NULL, "upper bound of the value", NULL},
   {"_min_max", (getter)UOp_min_max_, NULL, NULL, NULL},
   {"expr", (getter)UOp_expr, NULL, "a variable's name", NULL},
   {"val", (getter)UOp_val, NULL, "a bound variable's value", NULL},
+  {"_shape", (getter)UOp_shape_, NULL, "the shape, or None (kernel-AST ops)", NULL},
+  {"shape", (getter)UOp_shape, NULL, "the shape (kernel-AST ops)", NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -792,4 +797,79 @@ int tinyc_init_uop_range(PyObject *m) {
   math_gcd = PyObject_GetAttrString(math, "gcd");
   Py_DECREF(math);
   return math_gcd ? 0 : -1;
+}
+
+/* ---- shape, as far as kernel ASTs use it (tinygrad's _shape) ---- */
+
+PyObject *uop_device(UOp *u);
+
+/* One node's shape from its sources' shapes (borrowed from the map; Py_None for no shape). New ref. */
+static PyObject *node_shape(UOp *u, PtrMap *shapes) {
+  switch (u->op) {
+  case OP_INDEX: {   /* a pointer index not indexing every axis keeps the rest */
+    PyObject *s0 = ptrmap_get(shapes, u->src[0]);
+    if (!u->dtype->is_ptr || s0 == Py_None || u->nsrc - 1 == PyTuple_GET_SIZE(s0)) Py_RETURN_NONE;
+    return PyTuple_GetSlice(s0, u->nsrc - 1, PyTuple_GET_SIZE(s0));
+  }
+  case OP_CONST: case OP_DEFINE_VAR: case OP_BIND: {
+    PyObject *dev = uop_device(u);
+    if (!dev) return NULL;
+    int none = dev == Py_None;
+    Py_DECREF(dev);
+    return none ? Py_NewRef(Py_None) : PyTuple_New(0);
+  }
+  case OP_BUFFER: return PyTuple_Pack(1, u->arg);
+  case OP_DEFINE_GLOBAL: case OP_DEFINE_LOCAL: case OP_DEFINE_REG:
+    if (!u->dtype->is_ptr) return PyErr_Format(PyExc_RuntimeError, "ptrdtype called on UOp with type %R", (PyObject *)u->dtype);
+    return Py_BuildValue("(n)", u->dtype->size);
+  case OP_REDUCE: case OP_MSTACK: case OP_MSELECT: case OP_DETACH: case OP_CONTIGUOUS: case OP_CONTIGUOUS_BACKWARD:
+  case OP_AFTER: case OP_END:
+    return Py_NewRef(u->nsrc ? (PyObject *)ptrmap_get(shapes, u->src[0]) : Py_None);
+  default: break;
+  }
+  bool elementwise = IN_GROUP(u->op, ALU) || u->op == OP_CAST || u->op == OP_COPY || u->op == OP_ASSIGN || u->op == OP_NOOP ||
+                     u->op == OP_GROUP || u->op == OP_SINK || u->op == OP_ALLREDUCE || u->op == OP_STORE;
+  if (!elementwise) {
+    static const Op shapeless[] = {OP_UNIQUE, OP_LUNIQUE, OP_DEVICE, OP_RANGE, OP_LOAD, OP_IF, OP_BARRIER, OP_CUSTOM, OP_CUSTOMI,
+      OP_VECTORIZE, OP_VCONST, OP_GEP, OP_SPECIAL, OP_UNROLL, OP_CONTRACT, OP_CUSTOM_KERNEL, OP_LINEAR, OP_PROGRAM, OP_SOURCE, OP_BINARY};
+    for (size_t i = 0; i < sizeof(shapeless) / sizeof(shapeless[0]); i++)
+      if (u->op == shapeless[i]) Py_RETURN_NONE;
+    return PyErr_Format(PyExc_NotImplementedError, "no shape handling for %U in tinyc (kernel ASTs only)", ops_str[u->op]);
+  }
+  /* elementwise: every source with a shape has the same one (ASSIGN looks at its first two) */
+  PyObject *shape = Py_None;
+  int n = u->op == OP_ASSIGN && u->nsrc > 2 ? 2 : u->nsrc;
+  for (int i = 0; i < n; i++) {
+    PyObject *s = ptrmap_get(shapes, u->src[i]);
+    if (s == Py_None) continue;
+    if (shape == Py_None) { shape = s; continue; }
+    int eq = PyObject_RichCompareBool(shape, s, Py_EQ);
+    if (eq <= 0) return eq < 0 ? NULL : PyErr_Format(PyExc_RuntimeError, "shape mismatch at %U: %R and %R", ops_str[u->op], shape, s);
+  }
+  return Py_NewRef(shape);
+}
+
+/* _shape: bottom up over the backward slice */
+static PyObject *UOp_shape_(UOp *self, void *c) {
+  UNUSED(c);
+  PyObject *order = uop_toposort_list(self, NULL), *ret = NULL;
+  PtrMap shapes = {0};
+  for (Py_ssize_t i = 0; order && i < PyList_GET_SIZE(order); i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(order, i);
+    PyObject *s = node_shape(u, &shapes);
+    if (!s || ptrmap_set(&shapes, u, s) < 0) { Py_XDECREF(s); goto end; }
+  }
+  if (order) ret = Py_NewRef((PyObject *)ptrmap_get(&shapes, self));
+end:
+  for (size_t i = 0; i < shapes.cap; i++) if (shapes.keys[i]) Py_DECREF((PyObject *)shapes.vals[i]);
+  ptrmap_free(&shapes);
+  Py_XDECREF(order);
+  return ret;
+}
+
+static PyObject *UOp_shape(UOp *self, void *c) {
+  PyObject *s = UOp_shape_(self, c);
+  if (s != Py_None) return s;
+  Py_DECREF(s);
+  return PyErr_Format(PyExc_RuntimeError, "shape requested, but %U doesn't have a shape", ops_str[self->op]);
 }

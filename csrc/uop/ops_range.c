@@ -825,6 +825,19 @@ static PyObject *node_shape(UOp *u, PtrMap *shapes) {
   case OP_REDUCE: case OP_MSTACK: case OP_MSELECT: case OP_DETACH: case OP_CONTIGUOUS: case OP_CONTIGUOUS_BACKWARD:
   case OP_AFTER: case OP_END:
     return Py_NewRef(u->nsrc ? (PyObject *)ptrmap_get(shapes, u->src[0]) : Py_None);
+  case OP_BITCAST: {   /* a bitcast to a different itemsize rescales the last axis */
+    PyObject *s0 = u->nsrc ? ptrmap_get(shapes, u->src[0]) : Py_None;
+    int out_sz = dtype_itemsize(u->dtype), in_sz = u->nsrc ? dtype_itemsize(u->src[0]->dtype) : out_sz;
+    if (s0 == Py_None || out_sz == in_sz || !PyTuple_GET_SIZE(s0)) return Py_NewRef(s0);
+    Py_ssize_t n = PyTuple_GET_SIZE(s0);
+    PyObject *last = PyTuple_GET_ITEM(s0, n - 1), *in = PyLong_FromLong(in_sz), *out = PyLong_FromLong(out_sz);
+    PyObject *scaled = in ? PyNumber_Multiply(last, in) : NULL, *div = scaled && out ? PyNumber_FloorDivide(scaled, out) : NULL;
+    PyObject *ret = div ? PyTuple_GetSlice(s0, 0, n - 1) : NULL, *tail = div ? PyTuple_Pack(1, div) : NULL;
+    if (ret && tail) Py_SETREF(ret, PySequence_Concat(ret, tail));
+    else Py_CLEAR(ret);
+    Py_XDECREF(in); Py_XDECREF(out); Py_XDECREF(scaled); Py_XDECREF(div); Py_XDECREF(tail);
+    return ret;
+  }
   default: break;
   }
   bool elementwise = IN_GROUP(u->op, ALU) || u->op == OP_CAST || u->op == OP_COPY || u->op == OP_ASSIGN || u->op == OP_NOOP ||

@@ -60,6 +60,26 @@ def creation_speed():
   t_tg = time_per_call(lambda n: [matmul_ast(TgUOp, TgOps, tg_dtypes, TgAxisType, TgKernelInfo, 8 + i) for i in range(n)], 200)
   print(f"  {'a whole matmul AST (new sizes)':34s} tinyc {t_tc*1e6:8.1f} us   tinygrad {t_tg*1e6:8.1f} us   {t_tg/t_tc:6.1f}x")
 
+def simplify_speed():
+  """simplify() of index expressions like the ones codegen folds, in both libraries: same result, and the time"""
+  try:
+    from tinygrad.uop.ops import UOp as TgUOp
+    from tinygrad.dtype import dtypes as tg_dtypes
+  except ImportError: return
+  from tinyc.tinygrad import from_tinygrad
+  def exprs(U, dt):
+    r = [U.range(U.const(dt.index, n), i) for i, n in enumerate((16, 4, 8))]
+    g = U.variable("gidx", 0, 31)
+    return [((g * 16 + r[0]) % 16 + (g * 16 + r[0]) // 16 * 16) * 4 + r[1], (r[0] * 4 + r[1]) // 4 + (r[2] * 2) % 16 // 2,
+            ((r[0] + 1) * 8 + r[2]) // 8 - 1, ((g < 16) & (r[1] < 4)).where(g * 64 + r[0] * 4 + r[1], 0)]
+  tc, tg = exprs(UOp, dtypes), exprs(TgUOp, tg_dtypes)
+  same = all(from_tinygrad(t.simplify()) is c.simplify() for t, c in zip(tg, tc))
+  t_tc = time_per_call(lambda n: [e.simplify() for _ in range(n) for e in exprs(UOp, dtypes)], 50)
+  t_tg = time_per_call(lambda n: [e.simplify() for _ in range(n) for e in exprs(TgUOp, tg_dtypes)], 50)
+  print(f"simplify() of 4 index expressions (built fresh each time): same result as tinygrad: {same}")
+  print(f"  {'build + simplify':34s} tinyc {t_tc*1e6:8.1f} us   tinygrad {t_tg*1e6:8.1f} us   {t_tg/t_tc:6.1f}x")
+  for t, c in zip(tg, tc): print(f"  {t.render(simplify=False)[:60]:60s} -> {c.simplify().render(simplify=False)}")
+
 def main():
   t0 = time.perf_counter()
   ast = matmul_ast(UOp, Ops, dtypes, AxisType, KernelInfo)
@@ -68,6 +88,7 @@ def main():
   print(f"\n{len(ast.toposort())} nodes, built in {t_build*1e6:.0f} us; key {ast.key.hex()[:16]}...")
   show_index_bounds(ast)
   creation_speed()
+  simplify_speed()
 
 if __name__ == "__main__":
   main()

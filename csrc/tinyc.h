@@ -33,5 +33,7 @@ int tinyc_init_symbolic(PyObject *m);
 int tinyc_init_symbolic_sym(PyObject *m);
 int tinyc_init_renderer(PyObject *m);
 int tinyc_init_spec(PyObject *m);
+int tinyc_init_cstyle(PyObject *m);
+int tinyc_init_linearizer(PyObject *m);
 
 #endif

@@ -1,0 +1,667 @@
+/* From the final kernel graph to the list of lines a renderer prints:
+ *   linearize(sink)        tinygrad/codegen/late/linearizer.py: a toposort that follows a priority order
+ *   line_rewrite(lst, pm)  tinygrad/codegen/__init__.py: a rewrite over lines, where a rule may emit several
+ *   pm_linearize_cleanups  the line rules that do_linearize runs: a gated store gets wrapped in IF/ENDIF
+ *
+ * linearize ranks every node by an "ideal" key (how many times it runs, a per-op priority, then its
+ * tuplize), then walks back from the sink with a max-heap on that rank, taking a node only once all of
+ * its consumers are placed; the reversed walk is the program. */
+#include "../../uop/native.h"
+#include "../../helpers.h"
+
+static bool tuple_order = true;   /* tinygrad's TUPLE_ORDER (default 1): break ties by tuplize */
+
+/* ---------------------------------------------------------------------------------------------- */
+/* u.ranges as sets (order does not matter here: only the product of their sizes is used)          */
+/* ---------------------------------------------------------------------------------------------- */
+
+static bool set_has(const PtrVec *s, const void *p) {
+  for (Py_ssize_t i = 0; i < s->len; i++)
+    if (s->items[i] == p) return true;
+  return false;
+}
+static int set_add(PtrVec *s, void *p) { return set_has(s, p) ? 0 : ptrvec_push(s, p); }
+static void set_remove(PtrVec *s, const void *p) {
+  for (Py_ssize_t i = 0; i < s->len; i++)
+    if (s->items[i] == p) { s->items[i] = s->items[--s->len]; return; }
+}
+
+/* the first source of an op that is a range it ends; -1 for ops that end none */
+static int range_start(Op op) {
+  switch (op) {
+  case OP_BUFFERIZE: case OP_REDUCE: case OP_END: return 1;
+  case OP_STORE: return 2;
+  case OP_WMMA: return 3;
+  default: return -1;
+  }
+}
+
+/* u.ended_ranges appended to out; an AFTER passes on those of its sources after the first */
+static int collect_ended_ranges(UOp *u, PtrVec *out) {
+  int start = range_start(u->op);
+  if (start >= 0) {
+    for (int k = start; k < u->nsrc; k++)
+      if (ptrvec_push(out, u->src[k]) < 0) return -1;
+  } else if (u->op == OP_AFTER) {
+    for (int k = 1; k < u->nsrc; k++)
+      if (collect_ended_ranges(u->src[k], out) < 0) return -1;
+  }
+  return 0;
+}
+
+/* The nodes of a toposort, each with its position, its ranges and its consumer count. */
+typedef struct {
+  UOp **nodes;        /* borrowed from `list` */
+  Py_ssize_t n;
+  PtrMap pos;         /* node -> position + 1 */
+  PtrVec *ranges;     /* per position */
+} Graph;
+
+static PtrVec *ranges_at(Graph *g, UOp *u) { return &g->ranges[(Py_ssize_t)ptrmap_get(&g->pos, u) - 1]; }
+
+/* u.ranges from its sources' (already computed): their union, less what u ends, plus u if a RANGE */
+static int compute_ranges(Graph *g, UOp *u, PtrVec *out) {
+  PtrVec ended = {0};
+  int rc = 0;
+  for (int k = 0; k < u->nsrc && rc == 0; k++) {
+    PtrVec *s = ranges_at(g, u->src[k]);
+    for (Py_ssize_t i = 0; i < s->len && rc == 0; i++) rc = set_add(out, s->items[i]);
+  }
+  if (rc == 0) rc = collect_ended_ranges(u, &ended);
+  for (Py_ssize_t k = 0; k < ended.len && rc == 0; k++) {
+    UOp *er = ended.items[k];
+    if (er->op == OP_RANGE) { set_remove(out, er); continue; }
+    PtrVec *inner = ranges_at(g, er);   /* a non-RANGE ends every range it is inside of */
+    for (Py_ssize_t i = 0; i < inner->len; i++) set_remove(out, inner->items[i]);
+  }
+  ptrvec_free(&ended);
+  if (rc == 0 && u->op == OP_RANGE) rc = set_add(out, u);
+  return rc;
+}
+
+static void graph_free(Graph *g) {
+  for (Py_ssize_t i = 0; g->ranges && i < g->n; i++) ptrvec_free(&g->ranges[i]);
+  PyMem_Free(g->ranges);
+  ptrmap_free(&g->pos);
+}
+
+static int graph_init(Graph *g, PyObject *list) {
+  g->nodes = (UOp **)PySequence_Fast_ITEMS(list), g->n = PyList_GET_SIZE(list);
+  if (!(g->ranges = PyMem_Calloc((size_t)g->n + 1, sizeof(PtrVec)))) { PyErr_NoMemory(); return -1; }
+  for (Py_ssize_t i = 0; i < g->n; i++)
+    if (ptrmap_set(&g->pos, g->nodes[i], (void *)(i + 1)) < 0) return -1;
+  for (Py_ssize_t i = 0; i < g->n; i++)   /* sources come first in a toposort */
+    if (compute_ranges(g, g->nodes[i], &g->ranges[i]) < 0) return -1;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the ideal order: (run count, priority, extra) then tuplize, as Python compares tuples            */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  PyObject *run_count;   /* owned: prod(int(r.vmax)+1 for r in u.ranges) */
+  int priority;          /* smaller is placed earlier */
+  PyObject *extra;       /* borrowed u->arg for the defines whose order is their arg; NULL for None */
+} Key;
+
+/* placement priority per op: the defines first in a fixed order, then consts, loads early, stores late,
+ * RANGE wants to be placed, END does not */
+static int op_priority(Op op) {
+  switch (op) {
+  case OP_DEFINE_GLOBAL: return -20;
+  case OP_DEFINE_VAR: return -19;
+  case OP_DEFINE_LOCAL: return -18;
+  case OP_DEFINE_REG: return -17;
+  case OP_CONST: return -10;
+  case OP_LOAD: return -1;
+  case OP_STORE: return 1;
+  case OP_RANGE: return 5;
+  case OP_END: return -5;
+  default: return 0;
+  }
+}
+
+/* prod(int(r.vmax)+1 for r in ranges), a new reference */
+static PyObject *run_count(PtrVec *ranges) {
+  PyObject *acc = PyLong_FromLong(1), *one = PyLong_FromLong(1);
+  for (Py_ssize_t i = 0; acc && i < ranges->len; i++) {
+    PyObject *mn, *mx, *size = NULL;
+    if (uop_min_max(ranges->items[i], &mn, &mx) == 0) {
+      PyObject *as_int = PyNumber_Long(mx);
+      size = as_int ? PyNumber_Add(as_int, one) : NULL;
+      Py_XDECREF(as_int);
+    }
+    Py_SETREF(acc, size ? PyNumber_Multiply(acc, size) : NULL);
+    Py_XDECREF(size);
+  }
+  Py_XDECREF(one);
+  return acc;
+}
+
+typedef enum { ORD_EQUAL, ORD_LESS, ORD_NOT_LESS } Order;
+
+/* Python's tuple step for one element pair: equal, or else whether a < b; -1 on error */
+static int value_order(PyObject *a, PyObject *b) {
+  int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+  if (eq) return eq < 0 ? -1 : ORD_EQUAL;
+  int lt = PyObject_RichCompareBool(a, b, Py_LT);
+  return lt < 0 ? -1 : lt ? ORD_LESS : ORD_NOT_LESS;
+}
+
+/* the (op value, arg, dtype) head of two tuplizes */
+static int head_order(UOp *a, UOp *b) {
+  if (a->op != b->op) return a->op < b->op ? ORD_LESS : ORD_NOT_LESS;
+  int r = value_order(a->arg, b->arg);
+  return r != ORD_EQUAL ? r : value_order((PyObject *)a->dtype, (PyObject *)b->dtype);
+}
+
+typedef struct { UOp *a, *b; int next; } PairFrame;
+
+/* The order of a.tuplize against b.tuplize: the first element pair that differs (depth first through
+ * the sources) decides, else the shorter is less. Walks with its own stack; remembers pairs found equal. */
+static int tuplize_order(UOp *a, UOp *b) {
+  if (a == b) return ORD_EQUAL;
+  int r = head_order(a, b);
+  if (r != ORD_EQUAL) return r;
+  PtrVec frames = {0};   /* PairFrame pointers */
+  PtrMap equal = {0};
+  PairFrame *f = PyMem_Malloc(sizeof(PairFrame));
+  if (!f || ptrvec_push(&frames, f) < 0) { PyMem_Free(f); r = -1; goto done; }
+  *f = (PairFrame){a, b, 0};
+  while (frames.len) {
+    f = frames.items[frames.len - 1];
+    int common = f->a->nsrc < f->b->nsrc ? f->a->nsrc : f->b->nsrc;
+    if (f->next == common) {   /* all common sources equal: the length decides */
+      if (f->a->nsrc != f->b->nsrc) { r = f->a->nsrc < f->b->nsrc ? ORD_LESS : ORD_NOT_LESS; break; }
+      if (ptrmap_set(&equal, f->a, f->b) < 0) { r = -1; break; }
+      PyMem_Free(ptrvec_pop(&frames));
+      continue;
+    }
+    UOp *x = f->a->src[f->next], *y = f->b->src[f->next];
+    f->next++;
+    if (x == y || ptrmap_get(&equal, x) == y) continue;
+    if ((r = head_order(x, y)) != ORD_EQUAL) break;
+    PairFrame *child = PyMem_Malloc(sizeof(PairFrame));
+    if (!child || ptrvec_push(&frames, child) < 0) { PyMem_Free(child); r = -1; break; }
+    *child = (PairFrame){x, y, 0};
+  }
+done:
+  for (Py_ssize_t i = 0; i < frames.len; i++) PyMem_Free(frames.items[i]);
+  ptrvec_free(&frames);
+  ptrmap_free(&equal);
+  return r;
+}
+
+/* priorities[a] + a.tuplize < priorities[b] + b.tuplize: 1, 0, or -1 on error */
+static int key_less(const Key *ka, UOp *a, const Key *kb, UOp *b) {
+  int r = value_order(ka->run_count, kb->run_count);
+  if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
+  if (r == ORD_EQUAL) r = value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
+  if (r == ORD_EQUAL && tuple_order) r = tuplize_order(a, b);
+  return r < 0 ? -1 : r == ORD_LESS;
+}
+
+/* Python's sorted() only asks `<`, and its exact result depends on the order of its questions when the
+ * order is not consistent (a NaN const answers False both ways), so the sort is Python's own list.sort on
+ * the positions, keyed by functools.cmp_to_key(cmp) with cmp(i, j) = -1 exactly when key i < key j. */
+typedef struct { Graph *g; Key *keys; } SortCtx;
+
+static PyObject *cmp_to_key;   /* functools.cmp_to_key */
+
+static PyObject *key_cmp(PyObject *capsule, PyObject *args) {
+  SortCtx *c = PyCapsule_GetPointer(capsule, "linearize.SortCtx");
+  Py_ssize_t i, j;
+  if (!c || !PyArg_ParseTuple(args, "nn", &i, &j)) return NULL;
+  int lt = key_less(&c->keys[i], c->g->nodes[i], &c->keys[j], c->g->nodes[j]);
+  return lt < 0 ? NULL : PyLong_FromLong(lt ? -1 : 0);
+}
+static PyMethodDef key_cmp_def = {"linearize_key_cmp", key_cmp, METH_VARARGS, NULL};
+
+/* order[rank] = position, the positions sorted by their keys as tinygrad's sorted(lst, key=...) does */
+static int sort_positions(SortCtx *c, Py_ssize_t *order) {
+  PyObject *list = PyList_New(c->g->n), *capsule = PyCapsule_New(c, "linearize.SortCtx", NULL);
+  PyObject *cmp = capsule ? PyCFunction_New(&key_cmp_def, capsule) : NULL;
+  PyObject *key = cmp ? PyObject_CallOneArg(cmp_to_key, cmp) : NULL, *kwargs = key ? Py_BuildValue("{sO}", "key", key) : NULL;
+  PyObject *sort = list ? PyObject_GetAttrString(list, "sort") : NULL, *empty = PyTuple_New(0), *done = NULL;
+  int rc = -1;
+  for (Py_ssize_t i = 0; list && i < c->g->n; i++) {
+    PyObject *pos = PyLong_FromSsize_t(i);
+    if (!pos) goto out;
+    PyList_SET_ITEM(list, i, pos);
+  }
+  if (!sort || !kwargs || !empty || !(done = PyObject_Call(sort, empty, kwargs))) goto out;
+  for (Py_ssize_t r = 0; r < c->g->n; r++) order[r] = PyLong_AsSsize_t(PyList_GET_ITEM(list, r));
+  rc = 0;
+out:
+  Py_XDECREF(list); Py_XDECREF(capsule); Py_XDECREF(cmp); Py_XDECREF(key); Py_XDECREF(kwargs);
+  Py_XDECREF(sort); Py_XDECREF(empty); Py_XDECREF(done);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the walk from the sink: a max-heap on the ideal rank                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct { Py_ssize_t *items, len; } RankHeap;
+
+static void heap_push(RankHeap *h, Py_ssize_t rank) {
+  Py_ssize_t i = h->len++;
+  while (i > 0 && h->items[(i - 1) / 2] < rank) h->items[i] = h->items[(i - 1) / 2], i = (i - 1) / 2;
+  h->items[i] = rank;
+}
+static Py_ssize_t heap_pop(RankHeap *h) {
+  Py_ssize_t top = h->items[0], last = h->items[--h->len], i = 0;
+  for (;;) {
+    Py_ssize_t child = 2 * i + 1;
+    if (child >= h->len) break;
+    if (child + 1 < h->len && h->items[child + 1] > h->items[child]) child++;
+    if (h->items[child] <= last) break;
+    h->items[i] = h->items[child], i = child;
+  }
+  if (h->len) h->items[i] = last;
+  return top;
+}
+
+/* Place the nodes from the sink down: a node is ready once all its consumers are placed, and the ready
+ * node with the highest ideal rank goes next. order[rank] is a position; the result is a new list. */
+static PyObject *walk_from_sink(Graph *g, const Py_ssize_t *order, const Py_ssize_t *rank_of, UOp *sink) {
+  Py_ssize_t n = g->n, placed = 0, *out_degree = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+  RankHeap heap = {PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), 0};
+  PyObject *ret = PyList_New(n);
+  if (!out_degree || !heap.items || !ret) { if (!PyErr_Occurred()) PyErr_NoMemory(); goto fail; }
+  for (Py_ssize_t i = 0; i < n; i++)
+    for (int k = 0; k < g->nodes[i]->nsrc; k++) out_degree[(Py_ssize_t)ptrmap_get(&g->pos, g->nodes[i]->src[k]) - 1]++;
+  heap_push(&heap, rank_of[(Py_ssize_t)ptrmap_get(&g->pos, sink) - 1]);
+  while (heap.len) {
+    UOp *u = g->nodes[order[heap_pop(&heap)]];
+    PyList_SET_ITEM(ret, n - 1 - placed++, Py_NewRef(u));   /* filled from the back: the walk reversed */
+    for (int k = 0; k < u->nsrc; k++) {
+      Py_ssize_t p = (Py_ssize_t)ptrmap_get(&g->pos, u->src[k]) - 1;
+      if (--out_degree[p] == 0) heap_push(&heap, rank_of[p]);
+    }
+  }
+  if (placed != n) { PyErr_SetString(PyExc_RuntimeError, "linearize: not every node was placed"); goto fail; }
+  PyMem_Free(out_degree); PyMem_Free(heap.items);
+  return ret;
+fail:
+  PyMem_Free(out_degree); PyMem_Free(heap.items); Py_XDECREF(ret);
+  return NULL;
+}
+
+static int make_keys(Graph *g, Key *keys) {
+  for (Py_ssize_t i = 0; i < g->n; i++) {
+    UOp *u = g->nodes[i];
+    if (!(keys[i].run_count = run_count(&g->ranges[i]))) return -1;
+    keys[i].priority = op_priority(u->op);
+    keys[i].extra = (u->op == OP_DEFINE_GLOBAL || u->op == OP_DEFINE_VAR) ? u->arg : NULL;
+  }
+  return 0;
+}
+
+/* tinygrad's linearize(sink): a new list of every node under sink, in program order */
+static PyObject *linearize(UOp *sink) {
+  PyObject *list = uop_toposort_list(sink, NULL), *ret = NULL;
+  if (!list) return NULL;
+  Graph g = {0};
+  Py_ssize_t n = PyList_GET_SIZE(list);
+  Key *keys = PyMem_Calloc((size_t)n + 1, sizeof(Key));
+  Py_ssize_t *order = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), *tmp = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
+  if (!keys || !order || !tmp) { PyErr_NoMemory(); goto done; }
+  if (graph_init(&g, list) < 0 || make_keys(&g, keys) < 0) goto done;
+  SortCtx ctx = {&g, keys};
+  if (sort_positions(&ctx, order) < 0) goto done;
+  for (Py_ssize_t r = 0; r < n; r++) tmp[order[r]] = r;   /* tmp becomes rank_of[position] */
+  ret = walk_from_sink(&g, order, tmp, sink);
+done:
+  for (Py_ssize_t i = 0; keys && i < n; i++) Py_XDECREF(keys[i].run_count);
+  PyMem_Free(keys); PyMem_Free(order); PyMem_Free(tmp);
+  graph_free(&g);
+  Py_DECREF(list);
+  return ret;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* line_rewrite: each line's sources replaced by what their lines became, then one rule try; a     */
+/* rule answers (new uop, lines to emit)                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* append every item of lines (any iterable) to out */
+static int extend_list(PyObject *out, PyObject *lines) {
+  PyObject *seq = PySequence_Fast(lines, "a line rule must answer (UOp, list of UOps)");
+  if (!seq) return -1;
+  int rc = 0;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && rc == 0; i++) rc = PyList_Append(out, PySequence_Fast_GET_ITEM(seq, i));
+  Py_DECREF(seq);
+  return rc;
+}
+
+/* one line: u with its sources replaced, rewritten by pm. Appends its lines to out; returns what u became
+ * (a new reference) */
+static UOp *rewrite_line(UOp *u, PatternMatcher *pm, PtrMap *replaced, PyObject *out) {
+  UOp *small[8], **src = u->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * u->nsrc), *nu = NULL, *became = NULL;
+  if (!src) { PyErr_NoMemory(); return NULL; }
+  for (int k = 0; k < u->nsrc; k++)
+    if (!(src[k] = ptrmap_get(replaced, u->src[k]))) { PyErr_SetObject(PyExc_KeyError, (PyObject *)u->src[k]); goto done; }
+  if (!(nu = uop_new(u->op, u->dtype, src, u->nsrc, u->arg, uop_tag(u)))) goto done;
+  PyObject *ret = pm_rewrite(pm, nu, Py_None, false);
+  if (!ret) {
+    if (!PyErr_Occurred() && PyList_Append(out, (PyObject *)nu) == 0) became = (UOp *)Py_NewRef(nu);
+    goto done;
+  }
+  if (!PyTuple_Check(ret) || PyTuple_GET_SIZE(ret) != 2 || !UOp_Check(PyTuple_GET_ITEM(ret, 0)))
+    PyErr_Format(PyExc_TypeError, "a line rule must answer (UOp, list of UOps), not %R", ret);
+  else if (extend_list(out, PyTuple_GET_ITEM(ret, 1)) == 0)
+    became = (UOp *)Py_NewRef(PyTuple_GET_ITEM(ret, 0));
+  Py_DECREF(ret);
+done:
+  Py_XDECREF(nu);
+  if (src != small) PyMem_Free(src);
+  return became;
+}
+
+/* tinygrad's line_rewrite(lst, pm) for a toposorted list: a new list */
+static PyObject *line_rewrite(PyObject *lst, PatternMatcher *pm) {
+  PyObject *seq = PySequence_Fast(lst, "line_rewrite needs a list of UOps"), *out = PyList_New(0), *keep = PyList_New(0);
+  PtrMap replaced = {0};   /* line -> what it became (alive through `keep`) */
+  int rc = seq && out && keep ? 0 : -1;
+  for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
+    PyObject *u = PySequence_Fast_GET_ITEM(seq, i);
+    if (!UOp_Check(u)) { PyErr_Format(PyExc_TypeError, "line_rewrite needs UOps, got %.100s", Py_TYPE(u)->tp_name); rc = -1; break; }
+    UOp *became = rewrite_line((UOp *)u, pm, &replaced, out);
+    rc = became && PyList_Append(keep, (PyObject *)became) == 0 && ptrmap_set(&replaced, u, became) == 0 ? 0 : -1;
+    Py_XDECREF(became);
+  }
+  ptrmap_free(&replaced);
+  Py_XDECREF(seq); Py_XDECREF(keep);
+  if (rc < 0) Py_CLEAR(out);
+  return out;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* pm_linearize_cleanups (line rules: each answers (uop, lines), a tuple passed through as the     */
+/* rule's result; the engine hands a native result on untouched when no UOp is required)          */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* IF and ENDIF may only be made here, never come in with the graph */
+static UOp *no_if_in_graph(Captures *m, PyObject *ctx) {
+  UNUSED(m); UNUSED(ctx);
+  PyErr_SetString(PyExc_RuntimeError, "if not allowed in graph");
+  return NULL;
+}
+
+/* a store through a gated INDEX becomes IF(gate, index) STORE ENDIF */
+static UOp *gated_store_to_if(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *st = m->u, *mif = u_new(OP_IF, DTYPE(VOID), (UOp *[]){m->gate, st->src[0]}, 2, NULL);
+  UOp *endif = u_new(OP_ENDIF, DTYPE(VOID), &mif, 1, NULL);
+  if (!endif) return NULL;
+  PyObject *lines = PyList_New(3);
+  if (!lines) return NULL;
+  PyList_SET_ITEM(lines, 0, Py_NewRef(mif));
+  PyList_SET_ITEM(lines, 1, Py_NewRef(st));
+  PyList_SET_ITEM(lines, 2, Py_NewRef(endif));
+  PyObject *ret = PyTuple_Pack(2, (PyObject *)st, lines);
+  Py_DECREF(lines);
+  return (UOp *)pool_keep(ret);
+}
+
+static const RuleDef pm_linearize_cleanups_defs[] = {
+  {"UPat((Ops.IF, Ops.ENDIF))", no_if_in_graph},
+  {"UPat(Ops.STORE, name='u', allow_any_len=True,"
+   " src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat(name='gate', dtype=dtypes.bool))).or_casted(), UPat()))", gated_store_to_if},
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* CFGContext(sink).edges and pm_add_control_flow: order sibling loops by giving each RANGE an     */
+/* extra source, the END it must come after                                                        */
+/* ---------------------------------------------------------------------------------------------- */
+
+static PyObject *uop_ranges_fn;   /* tinyc._C.uop_ranges (symbolic_sym.c): u.ranges, in tinygrad's order */
+
+/* deps[u]: the RANGEs and ENDs u depends on (itself included for those ops), in first-seen order.
+ * nesting[end]: the innermost END or the SINK that closes around `end`. Both filled in toposort order. */
+static int fill_deps_and_nesting(PyObject *nodes, PyObject *deps, PyObject *nesting) {
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(nodes, i);
+    PyObject *d = PyDict_New();
+    if (!d || PyDict_SetItem(deps, (PyObject *)u, d) < 0) { Py_XDECREF(d); return -1; }
+    Py_DECREF(d);   /* deps keeps it alive */
+    for (int k = 0; k < u->nsrc; k++)
+      if (PyDict_Update(d, PyDict_GetItemWithError(deps, (PyObject *)u->src[k])) < 0) return -1;
+    if (u->op == OP_END || u->op == OP_SINK) {
+      PyObject *fresh = PyList_New(0), *x, *v;   /* the ENDs inside u not yet given a closer */
+      Py_ssize_t pos = 0;
+      int rc = fresh ? 0 : -1;
+      while (rc == 0 && PyDict_Next(d, &pos, &x, &v)) {
+        if (((UOp *)x)->op != OP_END) continue;
+        int inside = u->op == OP_SINK ? 1 : PyDict_Contains(PyDict_GetItemWithError(deps, x), (PyObject *)u->src[1]);
+        int taken = inside > 0 ? PyDict_Contains(nesting, x) : 0;
+        if (inside < 0 || taken < 0) rc = -1;
+        else if (inside && !taken) rc = PyList_Append(fresh, x);
+      }
+      for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(fresh); k++) rc = PyDict_SetItem(nesting, PyList_GET_ITEM(fresh, k), (PyObject *)u);
+      Py_XDECREF(fresh);
+      if (rc < 0) return -1;
+    }
+    if ((u->op == OP_RANGE || u->op == OP_END) && PyDict_SetItem(d, (PyObject *)u, Py_None) < 0) return -1;
+  }
+  return 0;
+}
+
+/* siblings (a list of ENDs under one closer), stably sorted by how many of the others each depends on */
+static int sort_siblings(PyObject *sibs, PyObject *deps) {
+  Py_ssize_t n = PyList_GET_SIZE(sibs), *count = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+  if (!count) { PyErr_NoMemory(); return -1; }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *dx = PyDict_GetItemWithError(deps, PyList_GET_ITEM(sibs, i));
+    for (Py_ssize_t j = 0; j < n; j++) {
+      int has = PyDict_Contains(dx, PyList_GET_ITEM(sibs, j));
+      if (has < 0) { PyMem_Free(count); return -1; }
+      count[i] += has;
+    }
+  }
+  for (Py_ssize_t i = 1; i < n; i++) {   /* insertion sort: stable, as sorted() */
+    PyObject *item = PyList_GET_ITEM(sibs, i);
+    Py_ssize_t c = count[i], j = i;
+    for (; j > 0 && count[j - 1] > c; j--) PyList_SET_ITEM(sibs, j, PyList_GET_ITEM(sibs, j - 1)), count[j] = count[j - 1];
+    PyList_SET_ITEM(sibs, j, item), count[j] = c;
+  }
+  PyMem_Free(count);
+  return 0;
+}
+
+/* edges[y.src[1]] = x: y's RANGE waits for END x (x must not already depend on that RANGE) */
+static int add_edge(PyObject *edges, UOp *x, UOp *y) {
+  PyObject *slice = PyObject_GetAttrString((PyObject *)x, "backward_slice_with_self");
+  int cyc = slice ? PyDict_Contains(slice, (PyObject *)y->src[1]) : -1;
+  Py_XDECREF(slice);
+  if (cyc > 0) PyErr_SetString(PyExc_AssertionError, "add control flow: the loop order would form a cycle");
+  return cyc != 0 ? -1 : PyDict_SetItem(edges, (PyObject *)y->src[1], (PyObject *)x);
+}
+
+/* chain each closer's ENDs in order: under the SINK one after another, under an END after its own RANGE */
+static int edges_from_siblings(PyObject *siblings, PyObject *deps, PyObject *edges) {
+  PyObject *closer, *sibs;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(siblings, &pos, &closer, &sibs)) {
+    if (sort_siblings(sibs, deps) < 0) return -1;
+    UOp *prev = ((UOp *)closer)->op == OP_SINK ? NULL : ((UOp *)closer)->src[1];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sibs); i++) {
+      UOp *y = (UOp *)PyList_GET_ITEM(sibs, i);
+      if (prev && add_edge(edges, prev, y) < 0) return -1;
+      prev = y;
+    }
+  }
+  return 0;
+}
+
+/* tinygrad's CFGContext(sink).edges: a new dict RANGE -> the END it must follow */
+static PyObject *cfg_edges(UOp *sink) {
+  PyObject *nodes = uop_toposort_list(sink, NULL), *deps = PyDict_New(), *nesting = PyDict_New();
+  PyObject *siblings = PyDict_New(), *edges = PyDict_New(), *end, *closer;
+  int rc = nodes && deps && nesting && siblings && edges ? fill_deps_and_nesting(nodes, deps, nesting) : -1;
+  Py_ssize_t pos = 0;
+  while (rc == 0 && PyDict_Next(nesting, &pos, &end, &closer)) {   /* siblings[closer] = its ENDs, in order */
+    PyObject *lst = PyDict_GetItemWithError(siblings, closer);
+    if (!lst) {
+      if (PyErr_Occurred() || !(lst = PyList_New(0)) || PyDict_SetItem(siblings, closer, lst) < 0) { Py_XDECREF(lst); rc = -1; break; }
+      Py_DECREF(lst);
+    }
+    rc = PyList_Append(lst, end);
+  }
+  if (rc == 0) rc = edges_from_siblings(siblings, deps, edges);
+  Py_XDECREF(nodes); Py_XDECREF(deps); Py_XDECREF(nesting); Py_XDECREF(siblings);
+  if (rc < 0) Py_CLEAR(edges);
+  return edges;
+}
+
+/* a RANGE with an END it must follow gets that END as one more source (ctx: the edges dict, or an
+ * object with .edges as tinygrad's CFGContext) */
+static UOp *range_after_sibling(Captures *m, PyObject *ctx) {
+  PyObject *edges = PyDict_Check(ctx) ? Py_NewRef(ctx) : PyObject_GetAttrString(ctx, "edges");
+  if (!edges) return NULL;
+  PyObject *y = PyObject_GetItem(edges, (PyObject *)m->x);
+  Py_DECREF(edges);
+  if (!y) { if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); return NULL; }
+  UOp *x = m->x, *small[8], **src = x->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (x->nsrc + 1)), *ret = NULL;
+  if (src && UOp_Check(y)) {
+    memcpy(src, x->src, sizeof(UOp *) * x->nsrc);
+    src[x->nsrc] = (UOp *)y;
+    ret = u_replace_src(x, src, x->nsrc + 1);
+  } else if (!src) PyErr_NoMemory();
+  else PyErr_SetString(PyExc_TypeError, "add control flow: an edge must be a UOp");
+  if (src && src != small) PyMem_Free(src);
+  Py_DECREF(y);
+  return ret;
+}
+
+static const RuleDef pm_add_control_flow_defs[] = {
+  {"UPat(Ops.RANGE, name='x')", range_after_sibling},
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* pm_split_ends: an END of several ranges becomes nested ENDs of one range each                   */
+/* ---------------------------------------------------------------------------------------------- */
+
+static PyObject *attrgetter_arg;   /* operator.attrgetter("arg") */
+
+/* END(x, r...) -> END(END(x, innermost), ...): the ranges of the ended ones, highest arg innermost */
+static UOp *split_end(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *e = m->e, *group = u_new(OP_SINK, DTYPE(VOID), e->src + 1, e->nsrc - 1, NULL);
+  PyObject *ranges = group ? pool_keep(PyObject_CallOneArg(uop_ranges_fn, (PyObject *)group)) : NULL;
+  PyObject *order = ranges ? pool_keep(PySequence_List(ranges)) : NULL;
+  PyObject *kwargs = order ? pool_keep(Py_BuildValue("{sOsO}", "key", attrgetter_arg, "reverse", Py_True)) : NULL;
+  PyObject *sort = kwargs ? pool_keep(PyObject_GetAttrString(order, "sort")) : NULL, *empty = sort ? pool_keep(PyTuple_New(0)) : NULL;
+  if (!empty || !pool_keep(PyObject_Call(sort, empty, kwargs))) return NULL;
+  UOp *ret = e->src[0];
+  for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(order); i++)
+    ret = u_new(OP_END, DTYPE(VOID), (UOp *[]){ret, (UOp *)PyList_GET_ITEM(order, i)}, 2, NULL);
+  return ret;
+}
+
+static const RuleDef pm_split_ends_defs[] = {
+  {"UPat(Ops.END, name='e')", split_end},
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* do_linearize: PROGRAM(sink, device) gains LINEAR(the lines)                                      */
+/* ---------------------------------------------------------------------------------------------- */
+
+static bool spec_enabled = true;    /* tinygrad's SPEC (default 1): check the lines against program_spec */
+static PyObject *type_verify_fn;    /* tinyc._C.type_verify (spec.c) */
+
+/* tinygrad's do_linearize(prg, sink): a new reference to prg with one more source, LINEAR of the lines */
+static UOp *do_linearize(UOp *prg, UOp *sink) {
+  PyObject *lines = linearize(sink), *cleaned = lines ? line_rewrite(lines, native_get("pm_linearize_cleanups")) : NULL;
+  Py_XDECREF(lines);
+  if (!cleaned) return NULL;
+  if (spec_enabled) {
+    PyObject *spec = (PyObject *)native_get("program_spec");
+    PyObject *ok = spec ? PyObject_CallFunctionObjArgs(type_verify_fn, cleaned, spec, NULL) : NULL;
+    if (!spec && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the native rule set program_spec is missing");
+    if (!ok) { Py_DECREF(cleaned); return NULL; }
+    Py_DECREF(ok);
+  }
+  UOp *linear = uop_new(OP_LINEAR, DTYPE(VOID), (UOp **)PySequence_Fast_ITEMS(cleaned), PyList_GET_SIZE(cleaned), NULL, NULL), *ret = NULL;
+  Py_DECREF(cleaned);
+  UOp *small[8], **src = prg->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (prg->nsrc + 1));
+  if (linear && src) {
+    memcpy(src, prg->src, sizeof(UOp *) * prg->nsrc);
+    src[prg->nsrc] = linear;
+    ret = uop_new(prg->op, prg->dtype, src, prg->nsrc + 1, prg->arg, uop_tag(prg));
+  } else if (linear) PyErr_NoMemory();
+  if (src && src != small) PyMem_Free(src);
+  Py_XDECREF(linear);
+  return ret;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Python                                                                                          */
+/* ---------------------------------------------------------------------------------------------- */
+
+static PyObject *py_linearize(PyObject *mod, PyObject *sink) {
+  UNUSED(mod);
+  if (!UOp_Check(sink)) return PyErr_Format(PyExc_TypeError, "linearize needs a UOp, got %.100s", Py_TYPE(sink)->tp_name);
+  return linearize((UOp *)sink);
+}
+
+static PyObject *py_line_rewrite(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  PyObject *lst, *pm;
+  if (!PyArg_ParseTuple(args, "OO!:line_rewrite", &lst, &PatternMatcher_Type, &pm)) return NULL;
+  return line_rewrite(lst, (PatternMatcher *)pm);
+}
+
+static PyObject *py_cfg_edges(PyObject *mod, PyObject *sink) {
+  UNUSED(mod);
+  if (!UOp_Check(sink)) return PyErr_Format(PyExc_TypeError, "cfg_edges needs a UOp, got %.100s", Py_TYPE(sink)->tp_name);
+  return cfg_edges((UOp *)sink);
+}
+
+static PyObject *py_do_linearize(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  UOp *prg, *sink;
+  if (!PyArg_ParseTuple(args, "O!O!:do_linearize", &UOp_Type, &prg, &UOp_Type, &sink)) return NULL;
+  return (PyObject *)do_linearize(prg, sink);
+}
+
+static PyMethodDef linearizer_functions[] = {
+  {"linearize", py_linearize, METH_O, "linearize(sink): every node under sink in program order (a list of UOps)"},
+  {"line_rewrite", py_line_rewrite, METH_VARARGS,
+   "line_rewrite(lst, pm): rewrite a toposorted list line by line; a rule answers (uop, lines to emit)"},
+  {"do_linearize", py_do_linearize, METH_VARARGS,
+   "do_linearize(prg, sink): prg with LINEAR(line_rewrite(linearize(sink), pm_linearize_cleanups)) appended to its sources"},
+  {"cfg_edges", py_cfg_edges, METH_O, "cfg_edges(sink): tinygrad's CFGContext(sink).edges (RANGE -> the END it must follow)"},
+  {NULL, NULL, 0, NULL},
+};
+
+/* a flag as tinygrad's ContextVar reads it at import: bool(int(os.getenv(name, default))) */
+static int read_flag_env(const char *name, bool *flag) {
+  const char *env = getenv(name);
+  if (!env) return 0;
+  PyObject *s = PyUnicode_FromString(env), *v = s ? PyNumber_Long(s) : NULL;
+  int truth = v ? PyObject_IsTrue(v) : -1;
+  Py_XDECREF(s); Py_XDECREF(v);
+  if (truth < 0) return -1;
+  *flag = truth;
+  return 0;
+}
+
+int tinyc_init_linearizer(PyObject *m) {
+  PyObject *functools = PyImport_ImportModule("functools");
+  cmp_to_key = functools ? PyObject_GetAttrString(functools, "cmp_to_key") : NULL;
+  Py_XDECREF(functools);
+  PyObject *operator_mod = PyImport_ImportModule("operator");
+  attrgetter_arg = operator_mod ? PyObject_CallMethod(operator_mod, "attrgetter", "s", "arg") : NULL;
+  Py_XDECREF(operator_mod);
+  uop_ranges_fn = PyObject_GetAttrString(m, "uop_ranges");     /* added by tinyc_init_symbolic_sym */
+  type_verify_fn = uop_ranges_fn ? PyObject_GetAttrString(m, "type_verify") : NULL;   /* added by tinyc_init_spec */
+  if (!cmp_to_key || !attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
+      read_flag_env("SPEC", &spec_enabled) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
+    return -1;
+  return native_register("pm_linearize_cleanups", pm_from_defs(pm_linearize_cleanups_defs, N(pm_linearize_cleanups_defs))) < 0 ||
+         native_register("pm_add_control_flow", pm_from_defs(pm_add_control_flow_defs, N(pm_add_control_flow_defs))) < 0 ||
+         native_register("pm_split_ends", pm_from_defs(pm_split_ends_defs, N(pm_split_ends_defs))) < 0 ? -1 : 0;
+}

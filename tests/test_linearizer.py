@@ -1,0 +1,155 @@
+"""tinygrad/codegen/late/linearizer.py (linearize, CFGContext.edges, pm_add_control_flow, pm_split_ends) and
+tinygrad/codegen/__init__.py's line_rewrite with pm_linearize_cleanups and do_linearize, native in tinyc, against tinygrad 0.12.0.
+
+The corpus is the kernels of real tinygrad programs on device CPU, lowered by tinygrad's full_rewrite_to_sink with
+the Clang renderer (once with the hand-coded optimizations, once with none); each final sink goes through both
+linearizers and the lists must hold the very same nodes (through the bridge) in the same order."""
+import functools
+import pytest
+from tinygrad import Tensor, Variable, dtypes as tg_dtypes
+import tinygrad.codegen as tg_codegen
+from tinygrad.codegen import line_rewrite as tg_line_rewrite, pm_linearize_cleanups as tg_cleanups, do_linearize as tg_do_linearize
+from tinygrad.codegen.late.linearizer import linearize as tg_linearize, CFGContext, pm_add_control_flow, pm_split_ends
+from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.uop.ops import KernelInfo, Ops as TgOps, UOp as TgUOp, UPat as TgUPat, PatternMatcher as TgPatternMatcher
+import tinyc
+from tinyc import _C
+from tinyc.tinygrad import from_tinygrad
+
+RULES = _C.native_rules()
+CLEANUPS = RULES["pm_linearize_cleanups"]
+
+def programs():
+  """(name, tensor, opts to apply or None for tinygrad's own choice)"""
+  a, b = Tensor.rand(16, 32), Tensor.rand(32, 8)
+  yield "matmul", a @ b, None
+  yield "sum", a.sum(axis=1), None
+  yield "max", a.max(), None
+  yield "argmax", a.argmax(axis=0), None
+  yield "cumsum", Tensor.rand(33).cumsum(), None
+  yield "softmax", a.softmax(-1), None
+  yield "conv2d", Tensor.rand(1, 3, 8, 8).conv2d(Tensor.rand(4, 3, 3, 3)), None
+  yield "exp_where_casts", (a.exp() > 1).where(a, a.cast(tg_dtypes.half).cast(tg_dtypes.float) * 2), None
+  yield "int_math", (Tensor.arange(40).reshape(5, 8) * 3 // 2 % 7).cast(tg_dtypes.int8), None
+  yield "pad_permute", a.pad(((1, 2), (0, 3))).permute(1, 0) + 1, None
+  yield "symbolic", Tensor.rand(32, 8)[:Variable("n", 1, 32).bind(10)].sum(0), None
+  yield "padto_gated_store", (Tensor.rand(33, 17) + 1).contiguous(), (Opt(OptOps.PADTO, 0, 32),)
+
+def kernel_asts():
+  for name, t, opts in programs():
+    for si in t.schedule_with_vars()[0]:
+      if si.ast.op is not TgOps.SINK: continue
+      if opts is not None: yield name, si.ast.replace(arg=KernelInfo(opts_to_apply=opts))
+      else:
+        yield name, si.ast.replace(arg=KernelInfo()) if si.ast.arg is None else si.ast
+        yield name + "/noopt", si.ast.replace(arg=KernelInfo(opts_to_apply=()))
+
+@functools.cache
+def lowered():
+  """(name, {stage: sink}) for every kernel of the corpus that lowers: the final sink, and the inputs of the
+  "final rewrite" (where pm_split_ends runs) and "add control flow" steps of full_rewrite_to_sink"""
+  ren, out, seen = ClangRenderer(), [], {}
+  def spy(sink, pm, *args, name=None, **kwargs):
+    if name in ("final rewrite", "add control flow"): seen[name] = sink
+    return tg_graph_rewrite(sink, pm, *args, name=name, **kwargs)
+  tg_codegen.graph_rewrite = spy
+  try:
+    for name, ast in kernel_asts():
+      seen.clear()
+      try: final = tg_codegen.full_rewrite_to_sink(ast, ren, optimize=ast.tag is None)
+      except Exception: continue   # an opt that does not apply to this kernel
+      out.append((name, {"final": final, **seen}))
+  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
+  return out
+
+def final_sinks(): return [(name, stages["final"]) for name, stages in lowered()]
+
+def same_nodes(tg_list, tc_list):
+  return len(tg_list) == len(tc_list) and all(from_tinygrad(x) is y for x, y in zip(tg_list, tc_list))
+
+def test_corpus_is_broad():
+  names = {n.split("/")[0] for n, _ in final_sinks()}
+  assert len(final_sinks()) >= 40 and {n for n, _, _ in programs()} <= names
+
+def test_linearize_identity():
+  ok = [same_nodes(tg_linearize(sink), _C.linearize(from_tinygrad(sink))) for _, sink in final_sinks()]
+  print(f"\nlinearize identity: {sum(ok)}/{len(ok)} = {sum(ok)/len(ok):.1%}")
+  assert sum(ok) / len(ok) >= 0.95
+
+def test_linearize_with_cleanups_identity():
+  """do_linearize's list: linearize, then the line rules (gated stores wrapped in IF/ENDIF)"""
+  ok, with_if = [], 0
+  for _, sink in final_sinks():
+    tg = tg_line_rewrite(tg_linearize(sink), tg_cleanups)
+    tc = _C.line_rewrite(_C.linearize(from_tinygrad(sink)), CLEANUPS)
+    with_if += any(u.op is TgOps.IF for u in tg)
+    ok.append(same_nodes(tg, tc))
+  print(f"\nlinearize + cleanups identity: {sum(ok)}/{len(ok)} = {sum(ok)/len(ok):.1%}, {with_if} kernels with IF")
+  assert with_if >= 1 and sum(ok) / len(ok) >= 0.95
+
+def test_do_linearize():
+  """PROGRAM(sink, DEVICE) gains LINEAR(lines), the lines checked against program_spec"""
+  for _, sink in final_sinks():
+    prg = TgUOp(TgOps.PROGRAM, src=(sink, TgUOp(TgOps.DEVICE, arg="CPU")))
+    assert from_tinygrad(tg_do_linearize(prg, sink)) is _C.do_linearize(from_tinygrad(prg), from_tinygrad(sink))
+
+def test_linearize_is_a_toposort_of_every_node():
+  for _, sink in final_sinks()[:10]:
+    tc_sink = from_tinygrad(sink)
+    lst = _C.linearize(tc_sink)
+    assert set(lst) == set(tc_sink.toposort()) and len(lst) == len(set(lst)) and lst[-1] is tc_sink
+    seen = set()
+    for u in lst:
+      assert all(s in seen for s in u.src)
+      seen.add(u)
+
+def test_if_in_graph_is_an_error():
+  for ns in (tinyc, None):
+    void, b = (tinyc.dtypes.void, tinyc.dtypes.bool) if ns else (tg_dtypes.void, tg_dtypes.bool)
+    U, Ops = (tinyc.UOp, tinyc.Ops) if ns else (TgUOp, TgOps)
+    gate = U.const(b, True)
+    mif = U(Ops.IF, void, (gate,))
+    with pytest.raises(RuntimeError, match="if not allowed in graph"):
+      (_C.line_rewrite if ns else tg_line_rewrite)([gate, mif], CLEANUPS if ns else tg_cleanups)
+
+def line_rules(ns, U, P, PM):
+  """a Python line rule: every ADD is emitted twice and stands for its doubled self"""
+  return PM([(P(ns.ADD, name="x"), lambda x: (x * 2, [x, x]))])
+
+def test_line_rewrite_with_python_rules():
+  def build(U, Ops, dt):
+    a = U.variable("a", 0, 10)
+    s = (a + 1) * (a + 1) + 3
+    return list(s.toposort())
+  tg = tg_line_rewrite(build(TgUOp, TgOps, tg_dtypes), line_rules(TgOps, TgUOp, TgUPat, TgPatternMatcher))
+  tc = _C.line_rewrite(build(tinyc.UOp, tinyc.Ops, tinyc.dtypes), line_rules(tinyc.Ops, tinyc.UOp, tinyc.UPat, tinyc.PatternMatcher))
+  assert same_nodes(tg, tc) and len(tc) > 5
+
+def test_line_rewrite_needs_sources_first():
+  a = tinyc.UOp.variable("a", 0, 10)
+  with pytest.raises(KeyError):
+    _C.line_rewrite([a + 1], CLEANUPS)
+
+def test_cfg_edges_and_add_control_flow():
+  ok, with_edges = [], 0
+  for _, stages in lowered():
+    pre = stages["add control flow"]
+    edges_tg, edges_tc = CFGContext(pre).edges, _C.cfg_edges(from_tinygrad(pre))
+    with_edges += len(edges_tg) > 1
+    same_edges = [(from_tinygrad(k), from_tinygrad(v)) for k, v in edges_tg.items()] == list(edges_tc.items())
+    ours = tinyc.graph_rewrite(from_tinygrad(pre), RULES["pm_add_control_flow"], ctx=edges_tc, bottom_up=True)
+    ok.append(same_edges and ours is from_tinygrad(stages["final"]))
+  print(f"\nCFGContext edges + pm_add_control_flow identity: {sum(ok)}/{len(ok)}, {with_edges} kernels with 2+ edges")
+  assert with_edges >= 1 and all(ok)
+
+def test_split_ends():
+  ok, split = [], 0
+  for _, stages in lowered():
+    before = stages["final rewrite"]
+    tg, tc = tg_graph_rewrite(before, pm_split_ends), tinyc.graph_rewrite(from_tinygrad(before), RULES["pm_split_ends"])
+    split += tg is not before
+    ok.append(from_tinygrad(tg) is tc)
+  print(f"\npm_split_ends identity: {sum(ok)}/{len(ok)}, {split} kernels changed")
+  assert split >= 1 and all(ok)

@@ -476,6 +476,66 @@ static PyObject *UOp_key(UOp *self, void *closure) {
 }
 
 /* ------------------------------------------------------------------------------------------
+ * tuplize order: tinygrad's `a.tuplize < b.tuplize`, tuplize being (op value, arg, dtype, *source
+ * tuplizes) compared as Python compares tuples: the first element that is not == decides with <,
+ * else the shorter is less. The first difference decides at whatever depth it lies, so the walk goes
+ * depth first over pairs of sources and stops there; pairs found equal are remembered (shared
+ * subgraphs). Used by the commutative rule and the linearizer's tie break.
+ * ------------------------------------------------------------------------------------------ */
+
+int py_value_order(PyObject *a, PyObject *b) {
+  int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+  if (eq) return eq < 0 ? -1 : ORD_EQUAL;
+  int lt = PyObject_RichCompareBool(a, b, Py_LT);
+  return lt < 0 ? -1 : lt ? ORD_LESS : ORD_NOT_LESS;
+}
+
+/* the order of the (op, arg, dtype) heads of two nodes */
+static int head_order(UOp *a, UOp *b) {
+  if (a->op != b->op) return a->op < b->op ? ORD_LESS : ORD_NOT_LESS;
+  int r = py_value_order(a->arg, b->arg);
+  if (r != ORD_EQUAL || a->dtype == b->dtype) return r;   /* dtypes are equal only when identical */
+  int lt = PyObject_RichCompareBool((PyObject *)a->dtype, (PyObject *)b->dtype, Py_LT);
+  return lt < 0 ? -1 : lt ? ORD_LESS : ORD_NOT_LESS;
+}
+
+typedef struct { UOp *a, *b; int next; } PairFrame;
+
+int uop_tuplize_order(UOp *a, UOp *b) {
+  if (a == b) return ORD_EQUAL;
+  int r = head_order(a, b);
+  if (r != ORD_EQUAL) return r;
+  PairFrame *stack = PyMem_Malloc(sizeof(PairFrame) * 16);
+  Py_ssize_t len = 0, cap = 16;
+  PtrMap equal = {0};   /* a -> b for pairs whose tuplizes are equal */
+  if (!stack) { PyErr_NoMemory(); return -1; }
+  stack[len++] = (PairFrame){a, b, 0};
+  while (len && r == ORD_EQUAL) {
+    PairFrame *f = &stack[len - 1];
+    int common = f->a->nsrc < f->b->nsrc ? f->a->nsrc : f->b->nsrc;
+    if (f->next == common) {   /* every common source equal: the shorter is less */
+      if (f->a->nsrc != f->b->nsrc) r = f->a->nsrc < f->b->nsrc ? ORD_LESS : ORD_NOT_LESS;
+      else if (ptrmap_set(&equal, f->a, f->b) < 0) r = -1;
+      len--;
+      continue;
+    }
+    UOp *x = f->a->src[f->next], *y = f->b->src[f->next];
+    f->next++;
+    if (x == y || ptrmap_get(&equal, x) == y) continue;
+    if ((r = head_order(x, y)) != ORD_EQUAL) break;
+    if (len == cap) {
+      PairFrame *grown = PyMem_Realloc(stack, sizeof(PairFrame) * (size_t)(cap *= 2));
+      if (!grown) { PyErr_NoMemory(); r = -1; break; }
+      stack = grown;
+    }
+    stack[len++] = (PairFrame){x, y, 0};
+  }
+  PyMem_Free(stack);
+  ptrmap_free(&equal);
+  return r;
+}
+
+/* ------------------------------------------------------------------------------------------
  * repr: tinygrad's pretty_print. Shared nodes are numbered in a first pass (preorder over sources,
  * x<N>:= at the first print, xN after), then printed with two spaces of indent per level.
  * ------------------------------------------------------------------------------------------ */

@@ -107,6 +107,12 @@ int uop_min_max(UOp *u, PyObject **vmin, PyObject **vmax);
 /* Toposort as tinygrad's: a list (new ref) of the nodes, sources first. gate may be NULL. */
 PyObject *uop_toposort_list(UOp *root, PyObject *gate);
 
+/* tinygrad's a.tuplize vs b.tuplize: ORD_EQUAL, ORD_LESS or ORD_NOT_LESS; -1 with an exception. */
+typedef enum { ORD_EQUAL, ORD_LESS, ORD_NOT_LESS } TupleOrder;
+int uop_tuplize_order(UOp *a, UOp *b);
+/* One step of Python's tuple comparison: ORD_EQUAL when a == b, else whether a < b; -1 on error. */
+int py_value_order(PyObject *a, PyObject *b);
+
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);
 

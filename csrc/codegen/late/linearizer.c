@@ -139,66 +139,12 @@ static PyObject *run_count(PtrVec *ranges) {
   return acc;
 }
 
-typedef enum { ORD_EQUAL, ORD_LESS, ORD_NOT_LESS } Order;
-
-/* Python's tuple step for one element pair: equal, or else whether a < b; -1 on error */
-static int value_order(PyObject *a, PyObject *b) {
-  int eq = PyObject_RichCompareBool(a, b, Py_EQ);
-  if (eq) return eq < 0 ? -1 : ORD_EQUAL;
-  int lt = PyObject_RichCompareBool(a, b, Py_LT);
-  return lt < 0 ? -1 : lt ? ORD_LESS : ORD_NOT_LESS;
-}
-
-/* the (op value, arg, dtype) head of two tuplizes */
-static int head_order(UOp *a, UOp *b) {
-  if (a->op != b->op) return a->op < b->op ? ORD_LESS : ORD_NOT_LESS;
-  int r = value_order(a->arg, b->arg);
-  return r != ORD_EQUAL ? r : value_order((PyObject *)a->dtype, (PyObject *)b->dtype);
-}
-
-typedef struct { UOp *a, *b; int next; } PairFrame;
-
-/* The order of a.tuplize against b.tuplize: the first element pair that differs (depth first through
- * the sources) decides, else the shorter is less. Walks with its own stack; remembers pairs found equal. */
-static int tuplize_order(UOp *a, UOp *b) {
-  if (a == b) return ORD_EQUAL;
-  int r = head_order(a, b);
-  if (r != ORD_EQUAL) return r;
-  PtrVec frames = {0};   /* PairFrame pointers */
-  PtrMap equal = {0};
-  PairFrame *f = PyMem_Malloc(sizeof(PairFrame));
-  if (!f || ptrvec_push(&frames, f) < 0) { PyMem_Free(f); r = -1; goto done; }
-  *f = (PairFrame){a, b, 0};
-  while (frames.len) {
-    f = frames.items[frames.len - 1];
-    int common = f->a->nsrc < f->b->nsrc ? f->a->nsrc : f->b->nsrc;
-    if (f->next == common) {   /* all common sources equal: the length decides */
-      if (f->a->nsrc != f->b->nsrc) { r = f->a->nsrc < f->b->nsrc ? ORD_LESS : ORD_NOT_LESS; break; }
-      if (ptrmap_set(&equal, f->a, f->b) < 0) { r = -1; break; }
-      PyMem_Free(ptrvec_pop(&frames));
-      continue;
-    }
-    UOp *x = f->a->src[f->next], *y = f->b->src[f->next];
-    f->next++;
-    if (x == y || ptrmap_get(&equal, x) == y) continue;
-    if ((r = head_order(x, y)) != ORD_EQUAL) break;
-    PairFrame *child = PyMem_Malloc(sizeof(PairFrame));
-    if (!child || ptrvec_push(&frames, child) < 0) { PyMem_Free(child); r = -1; break; }
-    *child = (PairFrame){x, y, 0};
-  }
-done:
-  for (Py_ssize_t i = 0; i < frames.len; i++) PyMem_Free(frames.items[i]);
-  ptrvec_free(&frames);
-  ptrmap_free(&equal);
-  return r;
-}
-
 /* priorities[a] + a.tuplize < priorities[b] + b.tuplize: 1, 0, or -1 on error */
 static int key_less(const Key *ka, UOp *a, const Key *kb, UOp *b) {
-  int r = value_order(ka->run_count, kb->run_count);
+  int r = py_value_order(ka->run_count, kb->run_count);
   if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
-  if (r == ORD_EQUAL) r = value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
-  if (r == ORD_EQUAL && tuple_order) r = tuplize_order(a, b);
+  if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
+  if (r == ORD_EQUAL && tuple_order) r = uop_tuplize_order(a, b);
   return r < 0 ? -1 : r == ORD_LESS;
 }
 

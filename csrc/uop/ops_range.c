@@ -757,6 +757,112 @@ static PyObject *UOp_sintify(UOp *self, PyObject *unused) {
   return Py_NewRef(self->op == OP_CONST ? self->arg : (PyObject *)self);
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* UOp.ranges (tinygrad/uop/ops.py _ranges / ranges / ended_ranges), memoized per call            */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* range_start: the first source that is an ended range, -1 for ops that end none */
+int uop_range_start(Op op) {
+  switch (op) {
+  case OP_BUFFERIZE: case OP_REDUCE: case OP_END: return 1;
+  case OP_STORE: return 2;
+  case OP_WMMA: return 3;
+  default: return -1;
+  }
+}
+
+/* u.ended_ranges, appended to out (AFTER collects those of its sources after the first) */
+static int ended_ranges(UOp *u, PtrVec *out) {
+  PtrVec stack = {0};
+  int rc = ptrvec_push(&stack, u);
+  while (rc == 0 && stack.len) {
+    UOp *n = ptrvec_pop(&stack);
+    int start = uop_range_start(n->op);
+    if (start >= 0) {
+      for (int k = start; k < n->nsrc && rc == 0; k++) rc = ptrvec_push(out, n->src[k]);
+    } else if (n->op == OP_AFTER) {
+      for (int k = n->nsrc - 1; k >= 1 && rc == 0; k--) rc = ptrvec_push(&stack, n->src[k]);
+    }
+  }
+  ptrvec_free(&stack);
+  return rc;
+}
+
+/* The memo maps a node to its `ranges` dict (owned). */
+void uop_ranges_memo_free(PtrMap *memo) {
+  for (size_t k = 0; k < memo->cap; k++)
+    if (memo->keys[k]) Py_XDECREF((PyObject *)memo->vals[k]);
+  ptrmap_free(memo);
+}
+
+static int del_if_present(PyObject *d, PyObject *key) {
+  int has = PyDict_Contains(d, key);
+  return has <= 0 ? has : PyDict_DelItem(d, key);
+}
+
+/* u.ranges, given that every source's ranges are in the memo (uop_ranges is below): the union of the sources' ranges, less
+ * the ranges u ends (a RANGE itself, or all the ranges of anything else), and u first if a RANGE. */
+static PyObject *node_ranges(UOp *u, PtrMap *memo) {
+  PyObject *ret = PyDict_New();
+  PtrVec ended = {0};
+  for (int k = 0; ret && k < u->nsrc; k++)
+    if (PyDict_Update(ret, ptrmap_get(memo, u->src[k])) < 0) Py_CLEAR(ret);
+  if (ret && ended_ranges(u, &ended) < 0) Py_CLEAR(ret);
+  for (Py_ssize_t k = 0; ret && k < ended.len; k++) {
+    UOp *er = ended.items[k];
+    if (er->op == OP_RANGE) {
+      if (del_if_present(ret, (PyObject *)er) < 0) Py_CLEAR(ret);
+      continue;
+    }
+    PyObject *inner = uop_ranges(er, memo), *key, *val;
+    Py_ssize_t pos = 0;
+    if (!inner) Py_CLEAR(ret);
+    while (ret && PyDict_Next(inner, &pos, &key, &val))
+      if (del_if_present(ret, key) < 0) Py_CLEAR(ret);
+  }
+  ptrvec_free(&ended);
+  if (ret && u->op == OP_RANGE) {   /* {self: None} | self._ranges */
+    PyObject *with_self = PyDict_New();
+    if (!with_self || PyDict_SetItem(with_self, (PyObject *)u, Py_None) < 0 || PyDict_Update(with_self, ret) < 0) Py_CLEAR(with_self);
+    Py_SETREF(ret, with_self);
+  }
+  return ret;
+}
+
+/* root.ranges (borrowed from the memo): a post-order walk over the nodes not yet memoized */
+PyObject *uop_ranges(UOp *root, PtrMap *memo) {
+  PyObject *done = ptrmap_get(memo, root);
+  if (done) return done;
+  PtrVec stack = {0};
+  int rc = ptrvec_push(&stack, root);
+  while (rc == 0 && stack.len) {
+    uintptr_t entry = (uintptr_t)ptrvec_pop(&stack);
+    UOp *node = (UOp *)(entry & ~(uintptr_t)1);
+    if (ptrmap_has(memo, node)) continue;
+    if (!(entry & 1)) {   /* first visit: the sources first */
+      rc = ptrvec_push(&stack, (void *)((uintptr_t)node | 1));
+      for (int k = node->nsrc - 1; k >= 0 && rc == 0; k--)
+        if (!ptrmap_has(memo, node->src[k])) rc = ptrvec_push(&stack, node->src[k]);
+      continue;
+    }
+    PyObject *r = node_ranges(node, memo);
+    if (!r || ptrmap_set(memo, node, r) < 0) { Py_XDECREF(r); rc = -1; }
+  }
+  ptrvec_free(&stack);
+  return rc == 0 ? ptrmap_get(memo, root) : NULL;
+}
+
+/* u.ranges as a dict; tinyc._C.uop_ranges(u) and the UOp.ranges property */
+PyObject *py_uop_ranges(PyObject *mod, PyObject *u) {
+  UNUSED(mod);
+  if (!UOp_Check(u)) return PyErr_Format(PyExc_TypeError, "uop_ranges needs a UOp");
+  PtrMap memo = {0};
+  PyObject *r = uop_ranges((UOp *)u, &memo), *ret = r ? PyDict_Copy(r) : NULL;
+  uop_ranges_memo_free(&memo);
+  return ret;
+}
+static PyObject *UOp_ranges(UOp *self, void *c) { UNUSED(c); return py_uop_ranges(NULL, (PyObject *)self); }
+
 static PyObject *UOp_shape_(UOp *self, void *c);
 static PyObject *UOp_shape(UOp *self, void *c);
 
@@ -768,6 +874,7 @@ PyGetSetDef uop_range_getset[] = {
   {"val", (getter)UOp_val, NULL, "a bound variable's value", NULL},
   {"_shape", (getter)UOp_shape_, NULL, "the shape, or None (kernel-AST ops)", NULL},
   {"shape", (getter)UOp_shape, NULL, "the shape (kernel-AST ops)", NULL},
+  {"ranges", (getter)UOp_ranges, NULL, "the RANGEs this node is inside of", NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -790,8 +897,13 @@ PyMethodDef uop_range_methods[] = {
   {NULL, NULL, 0, NULL},
 };
 
+static PyMethodDef range_functions[] = {
+  {"uop_ranges", py_uop_ranges, METH_O, "uop_ranges(u): tinygrad's u.ranges (the RANGEs u is inside of)"},
+  {NULL, NULL, 0, NULL},
+};
+
 int tinyc_init_uop_range(PyObject *m) {
-  UNUSED(m);
+  if (PyModule_AddFunctions(m, range_functions) < 0) return -1;
   PyObject *math = PyImport_ImportModule("math");
   if (!math) return -1;
   math_gcd = PyObject_GetAttrString(math, "gcd");

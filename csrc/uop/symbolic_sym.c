@@ -104,103 +104,6 @@ static UOp *fake_variable(int i, PyObject *lo, PyObject *hi, DType *dtype) {
   return arg ? u_new(OP_DEFINE_VAR, dtype, NULL, 0, arg) : NULL;
 }
 
-/* ---------------------------------------------------------------------------------------------- */
-/* UOp.ranges (tinygrad/uop/ops.py _ranges / ranges / ended_ranges), memoized per call            */
-/* ---------------------------------------------------------------------------------------------- */
-
-/* range_start: the first source that is an ended range, -1 for ops that end none */
-static int range_start(Op op) {
-  switch (op) {
-  case OP_BUFFERIZE: case OP_REDUCE: case OP_END: return 1;
-  case OP_STORE: return 2;
-  case OP_WMMA: return 3;
-  default: return -1;
-  }
-}
-
-/* u.ended_ranges, appended to out (AFTER collects those of its sources after the first) */
-static int ended_ranges(UOp *u, PtrVec *out) {
-  PtrVec stack = {0};
-  int rc = ptrvec_push(&stack, u);
-  while (rc == 0 && stack.len) {
-    UOp *n = ptrvec_pop(&stack);
-    int start = range_start(n->op);
-    if (start >= 0) {
-      for (int k = start; k < n->nsrc && rc == 0; k++) rc = ptrvec_push(out, n->src[k]);
-    } else if (n->op == OP_AFTER) {
-      for (int k = n->nsrc - 1; k >= 1 && rc == 0; k--) rc = ptrvec_push(&stack, n->src[k]);
-    }
-  }
-  ptrvec_free(&stack);
-  return rc;
-}
-
-/* The memo maps a node to its `ranges` dict (owned). */
-static void ranges_memo_free(PtrMap *memo) {
-  for (size_t k = 0; k < memo->cap; k++)
-    if (memo->keys[k]) Py_XDECREF((PyObject *)memo->vals[k]);
-  ptrmap_free(memo);
-}
-
-static PyObject *ranges_of(UOp *root, PtrMap *memo);
-
-static int del_if_present(PyObject *d, PyObject *key) {
-  int has = PyDict_Contains(d, key);
-  return has <= 0 ? has : PyDict_DelItem(d, key);
-}
-
-/* u.ranges, given that every source's ranges are in the memo: the union of the sources' ranges, less
- * the ranges u ends (a RANGE itself, or all the ranges of anything else), and u first if a RANGE. */
-static PyObject *node_ranges(UOp *u, PtrMap *memo) {
-  PyObject *ret = PyDict_New();
-  PtrVec ended = {0};
-  for (int k = 0; ret && k < u->nsrc; k++)
-    if (PyDict_Update(ret, ptrmap_get(memo, u->src[k])) < 0) Py_CLEAR(ret);
-  if (ret && ended_ranges(u, &ended) < 0) Py_CLEAR(ret);
-  for (Py_ssize_t k = 0; ret && k < ended.len; k++) {
-    UOp *er = ended.items[k];
-    if (er->op == OP_RANGE) {
-      if (del_if_present(ret, (PyObject *)er) < 0) Py_CLEAR(ret);
-      continue;
-    }
-    PyObject *inner = ranges_of(er, memo), *key, *val;
-    Py_ssize_t pos = 0;
-    if (!inner) Py_CLEAR(ret);
-    while (ret && PyDict_Next(inner, &pos, &key, &val))
-      if (del_if_present(ret, key) < 0) Py_CLEAR(ret);
-  }
-  ptrvec_free(&ended);
-  if (ret && u->op == OP_RANGE) {   /* {self: None} | self._ranges */
-    PyObject *with_self = PyDict_New();
-    if (!with_self || PyDict_SetItem(with_self, (PyObject *)u, Py_None) < 0 || PyDict_Update(with_self, ret) < 0) Py_CLEAR(with_self);
-    Py_SETREF(ret, with_self);
-  }
-  return ret;
-}
-
-/* root.ranges (borrowed from the memo): a post-order walk over the nodes not yet memoized */
-static PyObject *ranges_of(UOp *root, PtrMap *memo) {
-  PyObject *done = ptrmap_get(memo, root);
-  if (done) return done;
-  PtrVec stack = {0};
-  int rc = ptrvec_push(&stack, root);
-  while (rc == 0 && stack.len) {
-    uintptr_t entry = (uintptr_t)ptrvec_pop(&stack);
-    UOp *node = (UOp *)(entry & ~(uintptr_t)1);
-    if (ptrmap_has(memo, node)) continue;
-    if (!(entry & 1)) {   /* first visit: the sources first */
-      rc = ptrvec_push(&stack, (void *)((uintptr_t)node | 1));
-      for (int k = node->nsrc - 1; k >= 0 && rc == 0; k--)
-        if (!ptrmap_has(memo, node->src[k])) rc = ptrvec_push(&stack, node->src[k]);
-      continue;
-    }
-    PyObject *r = node_ranges(node, memo);
-    if (!r || ptrmap_set(memo, node, r) < 0) { Py_XDECREF(r); rc = -1; }
-  }
-  ptrvec_free(&stack);
-  return rc == 0 ? ptrmap_get(memo, root) : NULL;
-}
-
 /* all(r in outer for r in inner) when want_all, any(...) otherwise; 1, 0, -1 */
 static int ranges_within(PyObject *inner, PyObject *outer, bool want_all) {
   PyObject *key, *val;
@@ -212,16 +115,6 @@ static int ranges_within(PyObject *inner, PyObject *outer, bool want_all) {
     if (!want_all && has) return 1;
   }
   return want_all ? 1 : 0;
-}
-
-/* tinyc._C.uop_ranges(u): u.ranges as a dict (for tests, until UOp has the property) */
-static PyObject *py_uop_ranges(PyObject *mod, PyObject *u) {
-  UNUSED(mod);
-  if (!UOp_Check(u)) return PyErr_Format(PyExc_TypeError, "uop_ranges needs a UOp");
-  PtrMap memo = {0};
-  PyObject *r = ranges_of((UOp *)u, &memo), *ret = r ? PyDict_Copy(r) : NULL;
-  ranges_memo_free(&memo);
-  return ret;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -471,15 +364,15 @@ static UOp *drop_and_clauses(Captures *m, PyObject *ctx) {
   PtrMap memo = {0};
   UOp *ret = NULL;
   PyObject *x_ranges = NULL;
-  if (split_into(m->cond, OP_AND, &clauses) < 0 || !(x_ranges = ranges_of(m->x, &memo))) goto end;
+  if (split_into(m->cond, OP_AND, &clauses) < 0 || !(x_ranges = uop_ranges(m->x, &memo))) goto end;
   for (Py_ssize_t k = 0; k < clauses.len; k++) {
-    PyObject *c_ranges = ranges_of(clauses.items[k], &memo);
+    PyObject *c_ranges = uop_ranges(clauses.items[k], &memo);
     int shares = c_ranges ? ranges_within(c_ranges, x_ranges, false) : -1;
     if (shares < 0 || (shares && ptrvec_push(&keep, clauses.items[k]) < 0)) goto end;
   }
   if (keep.len < clauses.len) ret = u_where(all_true_and((UOp *const *)keep.items, keep.len), m->x, m->slot[SLOT_i]);
 end:
-  ranges_memo_free(&memo);
+  uop_ranges_memo_free(&memo);
   ptrvec_free(&clauses); ptrvec_free(&keep);
   return ret;
 }
@@ -503,7 +396,7 @@ static int indexes_within(UOp *c, UOp *x) {
 /* a clause of the where can move into the load's index gate when its ranges are all the index's
  * and every INDEX it reads is already under the index (no data dependent loads): 1, 0, -1 */
 static int clause_can_move(UOp *c, UOp *x, PyObject *x_ranges, PtrMap *memo) {
-  PyObject *c_ranges = ranges_of(c, memo);
+  PyObject *c_ranges = uop_ranges(c, memo);
   int within = c_ranges ? ranges_within(c_ranges, x_ranges, true) : -1;
   return within <= 0 ? within : indexes_within(c, x);
 }
@@ -516,7 +409,7 @@ static UOp *where_on_load(UOp *c1, UOp *buf, UOp *x) {
   PtrVec c1s = {0}, c2s = {0}, dup = {0}, moved = {0}, remaining = {0};
   PtrMap memo = {0};
   PyObject *x_ranges = NULL;
-  if (split_into(c1, OP_AND, &c1s) < 0 || split_into(c2, OP_AND, &c2s) < 0 || !(x_ranges = ranges_of(x, &memo))) goto end;
+  if (split_into(c1, OP_AND, &c1s) < 0 || split_into(c2, OP_AND, &c2s) < 0 || !(x_ranges = uop_ranges(x, &memo))) goto end;
   for (Py_ssize_t k = 0; k < c1s.len; k++)
     if (vec_has(&c2s, c1s.items[k]) && ptrvec_push(&dup, c1s.items[k]) < 0) goto end;
   for (Py_ssize_t k = 0; k < c1s.len; k++) {
@@ -532,7 +425,7 @@ static UOp *where_on_load(UOp *c1, UOp *buf, UOp *x) {
   UOp *load = call1(buf, "index", (PyObject *)call1(call0(x, "get_idx"), "valid", (PyObject *)gate));
   ret = u_where(all_true_and((UOp *const *)remaining.items, remaining.len), load, u_const_likei(load, 0));
 end:
-  ranges_memo_free(&memo);
+  uop_ranges_memo_free(&memo);
   ptrvec_free(&c1s); ptrvec_free(&c2s); ptrvec_free(&dup); ptrvec_free(&moved); ptrvec_free(&remaining);
   return ret;
 }
@@ -735,7 +628,6 @@ static const RuleDef sym_defs[] = {
 };
 
 static PyMethodDef sym_functions[] = {
-  {"uop_ranges", py_uop_ranges, METH_O, "uop_ranges(u): tinygrad's u.ranges (the RANGEs u is inside of)"},
   {NULL, NULL, 0, NULL},
 };
 

@@ -4,6 +4,7 @@
 #include "../tinyc.h"
 #include "../dtype.h"
 #include "ops_list.h"
+#include "../helpers.h"
 
 /* ---- ops (uop/__init__.py) ---- */
 
@@ -112,6 +113,13 @@ typedef enum { ORD_EQUAL, ORD_LESS, ORD_NOT_LESS } TupleOrder;
 int uop_tuplize_order(UOp *a, UOp *b);
 /* One step of Python's tuple comparison: ORD_EQUAL when a == b, else whether a < b; -1 on error. */
 int py_value_order(PyObject *a, PyObject *b);
+
+/* tinygrad's u.ranges: the RANGEs u is inside of, a dict borrowed from memo (node -> ranges dict),
+ * which a caller frees with uop_ranges_memo_free once done; NULL with an exception. */
+PyObject *uop_ranges(UOp *u, PtrMap *memo);
+void uop_ranges_memo_free(PtrMap *memo);
+/* tinygrad's range_start: the first source of op that is a range it ends, -1 for ops that end none */
+int uop_range_start(Op op);
 
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);

@@ -26,19 +26,9 @@ static void set_remove(PtrVec *s, const void *p) {
     if (s->items[i] == p) { s->items[i] = s->items[--s->len]; return; }
 }
 
-/* the first source of an op that is a range it ends; -1 for ops that end none */
-static int range_start(Op op) {
-  switch (op) {
-  case OP_BUFFERIZE: case OP_REDUCE: case OP_END: return 1;
-  case OP_STORE: return 2;
-  case OP_WMMA: return 3;
-  default: return -1;
-  }
-}
-
 /* u.ended_ranges appended to out; an AFTER passes on those of its sources after the first */
 static int collect_ended_ranges(UOp *u, PtrVec *out) {
-  int start = range_start(u->op);
+  int start = uop_range_start(u->op);
   if (start >= 0) {
     for (int k = start; k < u->nsrc; k++)
       if (ptrvec_push(out, u->src[k]) < 0) return -1;
@@ -363,7 +353,6 @@ static const RuleDef pm_linearize_cleanups_defs[] = {
 /* extra source, the END it must come after                                                        */
 /* ---------------------------------------------------------------------------------------------- */
 
-static PyObject *uop_ranges_fn;   /* tinyc._C.uop_ranges (symbolic_sym.c): u.ranges, in tinygrad's order */
 
 /* deps[u]: the RANGEs and ENDs u depends on (itself included for those ops), in first-seen order.
  * nesting[end]: the innermost END or the SINK that closes around `end`. Both filled in toposort order. */
@@ -496,7 +485,7 @@ static PyObject *attrgetter_arg;   /* operator.attrgetter("arg") */
 static UOp *split_end(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
   UOp *e = m->e, *group = u_new(OP_SINK, DTYPE(VOID), e->src + 1, e->nsrc - 1, NULL);
-  PyObject *ranges = group ? pool_keep(PyObject_CallOneArg(uop_ranges_fn, (PyObject *)group)) : NULL;
+  PyObject *ranges = group ? pool_keep(PyObject_GetAttrString((PyObject *)group, "ranges")) : NULL;
   PyObject *order = ranges ? pool_keep(PySequence_List(ranges)) : NULL;
   PyObject *kwargs = order ? pool_keep(Py_BuildValue("{sOsO}", "key", attrgetter_arg, "reverse", Py_True)) : NULL;
   PyObject *sort = kwargs ? pool_keep(PyObject_GetAttrString(order, "sort")) : NULL, *empty = sort ? pool_keep(PyTuple_New(0)) : NULL;
@@ -602,8 +591,7 @@ int tinyc_init_linearizer(PyObject *m) {
   PyObject *operator_mod = PyImport_ImportModule("operator");
   attrgetter_arg = operator_mod ? PyObject_CallMethod(operator_mod, "attrgetter", "s", "arg") : NULL;
   Py_XDECREF(operator_mod);
-  uop_ranges_fn = PyObject_GetAttrString(m, "uop_ranges");     /* added by tinyc_init_symbolic_sym */
-  type_verify_fn = uop_ranges_fn ? PyObject_GetAttrString(m, "type_verify") : NULL;   /* added by tinyc_init_spec */
+  type_verify_fn = PyObject_GetAttrString(m, "type_verify");   /* added by tinyc_init_spec */
   if (!cmp_to_key || !attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
       read_flag_env("SPEC", &spec_enabled) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
     return -1;

@@ -24,7 +24,8 @@ static PatternMatcher *rule_set(const char *name) {
 
 UOp *uop_simplify(UOp *u) {
   if (u->op == OP_CONST || u->op == OP_VCONST) return (UOp *)Py_NewRef(u);
-  PatternMatcher *symbolic = rule_set("symbolic");
+  static PatternMatcher *symbolic;   /* registered sets live as long as the module: look it up once */
+  if (!symbolic) symbolic = rule_set("symbolic");
   return symbolic ? graph_rewrite(u, symbolic, Py_None, false, NULL) : NULL;
 }
 

@@ -34,6 +34,10 @@ int tinyc_init_symbolic_sym(PyObject *m);
 int tinyc_init_renderer(PyObject *m);
 int tinyc_init_spec(PyObject *m);
 int tinyc_init_cstyle(PyObject *m);
+int tinyc_init_codegen_simplify(PyObject *m);
+int tinyc_init_expander(PyObject *m);
+int tinyc_init_devectorizer(PyObject *m);
+int tinyc_init_gpudims(PyObject *m);
 int tinyc_init_linearizer(PyObject *m);
 
 #endif

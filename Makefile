@@ -31,6 +31,7 @@ demo: build
 
 bench: build
 	$(PYTHON) bench/uop.py
+	$(PYTHON) bench/rewrite.py
 
 clean:
 	rm -rf build build-asan tinyc/*.so *.egg-info

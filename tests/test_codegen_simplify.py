@@ -1,0 +1,137 @@
+"""tinygrad/codegen/simplify.py (pm_flatten_range, pm_split_ranges, pm_simplify_ranges, pm_split_store), native in
+tinyc, against tinygrad 0.12.0.
+
+The corpus is the kernels of real tinygrad programs on device CPU, lowered by tinygrad's full_rewrite_to_sink with the
+Clang renderer (with tinygrad's own optimizations and with none). A spy on tinygrad.codegen.graph_rewrite records the
+input, context and output of each pass below; tinyc runs the same pass with its native rule sets on the converted
+input and must return the very node tinygrad returned (through the bridge)."""
+import functools
+from tinygrad import Tensor, Variable, dtypes as tg_dtypes
+import tinygrad.codegen as tg_codegen
+from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite, KernelInfo, Ops as TgOps
+from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinyc import _C
+from tinyc.tinygrad import from_tinygrad
+
+RULES = _C.native_rules()
+
+# pass name -> the tinyc rule set tinygrad's full_rewrite_to_sink uses for it
+PASSES = {
+  "load collapse": RULES["pm_load_collapse"],
+  "split ranges": RULES["pm_split_ranges"] + RULES["pm_flatten_range"],
+  "initial symbolic": RULES["sym"] + RULES["pm_flatten_range"],
+  "simplify ranges": RULES["pm_simplify_ranges"],
+  "cut store ranges": RULES["pm_split_store"],
+}
+
+def programs():
+  """(name, tensor, opts to apply or None for tinygrad's own choice)"""
+  a, b = Tensor.rand(16, 32), Tensor.rand(32, 8)
+  yield "matmul", a @ b, None
+  yield "sum", a.sum(axis=1), None
+  yield "max", a.max(), None
+  yield "argmax", a.argmax(axis=0), None
+  yield "cumsum", Tensor.rand(33).cumsum(), None
+  yield "softmax", a.softmax(-1), None
+  yield "conv2d", Tensor.rand(1, 3, 8, 8).conv2d(Tensor.rand(4, 3, 3, 3)), None
+  yield "exp_where_casts", (a.exp() > 1).where(a, a.cast(tg_dtypes.half).cast(tg_dtypes.float) * 2), None
+  yield "int_math", (Tensor.arange(40).reshape(5, 8) * 3 // 2 % 7).cast(tg_dtypes.int8), None
+  yield "pad_permute", a.pad(((1, 2), (0, 3))).permute(1, 0) + 1, None
+  yield "symbolic", Tensor.rand(32, 8)[:Variable("n", 1, 32).bind(10)].sum(0), None
+  yield "reshape_mod", (Tensor.rand(12, 10).reshape(4, 3, 10).permute(1, 0, 2).contiguous() + 1), None
+  yield "flat_transpose", Tensor.rand(12).reshape(3, 4).permute(1, 0).reshape(12) + 1, None
+  yield "flat_transpose_2d", Tensor.rand(6, 10).reshape(3, 20).permute(1, 0).reshape(60).contiguous() * 2, None
+  yield "gather", Tensor.rand(20, 4)[Tensor([3, 1, 7])], None
+  yield "gather_2d", Tensor.rand(6, 5, 3)[Tensor([[0, 5], [2, 1]]), Tensor([4, 0])], None
+  yield "embedding", Tensor.rand(10, 4)[Tensor([[1, 2, 9], [0, 0, 3]])].sum(-1), None
+  yield "one_hot", Tensor([1, 3, 0, 2]).one_hot(5).float() * 2, None
+  yield "take_along", Tensor.rand(4, 7).gather(1, Tensor([[0, 6], [1, 1], [5, 2], [3, 3]])), None
+  yield "arange_sum", Tensor.arange(20).reshape(4, 5).sum(1) + Tensor.arange(4), None
+  yield "padto_gated_store", (Tensor.rand(33, 17) + 1).contiguous(), (Opt(OptOps.PADTO, 0, 32),)
+
+def kernel_asts():
+  for name, t, opts in programs():
+    for si in t.schedule_with_vars()[0]:
+      if si.ast.op is not TgOps.SINK: continue
+      if opts is not None: yield name, si.ast.replace(arg=KernelInfo(opts_to_apply=opts))
+      else:
+        yield name, si.ast.replace(arg=KernelInfo()) if si.ast.arg is None else si.ast
+        yield name + "/noopt", si.ast.replace(arg=KernelInfo(opts_to_apply=()))
+
+@functools.cache
+def captured():
+  """[(kernel name, pass name, input sink, ctx, output sink)] for the passes of PASSES"""
+  ren, out = ClangRenderer(), []
+  def spy(sink, pm, ctx=None, bottom_up=False, name=None, **kwargs):
+    ctx_in = dict(ctx) if isinstance(ctx, dict) else ctx   # the pass may change a dict ctx
+    ret = tg_graph_rewrite(sink, pm, ctx, bottom_up, name=name, **kwargs)
+    if name in PASSES: out.append((kname, name, sink, ctx_in, ret))
+    return ret
+  tg_codegen.graph_rewrite = spy
+  try:
+    for kname, ast in kernel_asts():  # noqa: B007 (the spy reads kname)
+      try: tg_codegen.full_rewrite_to_sink(ast, ren, optimize=ast.tag is None)
+      except Exception: pass   # an opt that does not apply to this kernel
+  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
+  return out
+
+def convert_ctx(ctx):
+  if isinstance(ctx, dict): return {from_tinygrad(k): None if v is None else from_tinygrad(v) for k, v in ctx.items()}
+  return ctx
+
+def check_pass(pass_name):
+  cases = [c for c in captured() if c[1] == pass_name]
+  same, changed, bad = 0, 0, []
+  for kname, _, sink, ctx, ret in cases:
+    tc_out = _C.graph_rewrite(from_tinygrad(sink), PASSES[pass_name], convert_ctx(ctx))
+    changed += ret is not sink
+    if from_tinygrad(ret) is tc_out: same += 1
+    else: bad.append(kname)
+  print(f"{pass_name}: {same}/{len(cases)} identical ({changed} changed by the pass)")
+  return cases, same, changed, bad
+
+def run_identity(pass_name, min_changed):
+  cases, same, changed, bad = check_pass(pass_name)
+  assert len(cases) >= 20 and changed >= min_changed
+  assert not bad, f"{pass_name} differs on {bad}"
+
+def test_load_collapse_identity(): run_identity("load collapse", 1)
+def test_split_ranges_identity(): run_identity("split ranges", 1)
+def test_initial_symbolic_identity(): run_identity("initial symbolic", 5)
+def test_simplify_ranges_identity(): run_identity("simplify ranges", 1)
+def test_cut_store_ranges_identity(): run_identity("cut store ranges", 1)
+
+# ---- pm_reduce_simplify / pm_reduce_collapse: the rangeify pass "symbolic+reduce_collapse+debuf" ----
+
+@functools.cache
+def rangeify_inputs():
+  """[(program name, tensor graph)] that tinygrad's rangeify hands to its reduce-collapse pass"""
+  import tinygrad.schedule.rangeify as tg_rangeify
+  from tinygrad.engine.schedule import schedule_cache
+  out, real, cached = [], tg_rangeify.graph_rewrite, dict(schedule_cache)
+  schedule_cache.clear()   # a cached schedule skips rangeify
+  def spy(sink, pm, *args, name=None, **kwargs):
+    if name == "symbolic+reduce_collapse+debuf": out.append((pname, sink))
+    return real(sink, pm, *args, name=name, **kwargs)
+  tg_rangeify.graph_rewrite = spy
+  try:
+    for pname, t, _ in programs(): t.schedule_with_vars()   # noqa: B007 (the spy reads pname)
+  finally:
+    tg_rangeify.graph_rewrite = real
+    schedule_cache.update(cached)
+  return out
+
+def test_reduce_simplify_identity():
+  from tinygrad.uop.symbolic import symbolic as tg_symbolic
+  from tinygrad.codegen.simplify import pm_reduce_simplify as tg_reduce_simplify
+  cases = rangeify_inputs()
+  tg_pm, tc_pm = tg_symbolic + tg_reduce_simplify, RULES["symbolic"] + RULES["pm_reduce_simplify"]
+  same, changed, bad = 0, 0, []
+  for pname, sink in cases:
+    ret = tg_graph_rewrite(sink, tg_pm)
+    changed += ret is not tg_graph_rewrite(sink, tg_symbolic)   # the reduce rules did something
+    if from_tinygrad(ret) is _C.graph_rewrite(from_tinygrad(sink), tc_pm): same += 1
+    else: bad.append(pname)
+  print(f"symbolic+pm_reduce_simplify: {same}/{len(cases)} identical ({changed} where the reduce rules fire)")
+  assert len(cases) >= 10 and changed >= 1 and not bad, bad

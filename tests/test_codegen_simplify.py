@@ -6,13 +6,13 @@ Clang renderer (with tinygrad's own optimizations and with none). A spy on tinyg
 input, context and output of each pass below; tinyc runs the same pass with its native rule sets on the converted
 input and must return the very node tinygrad returned (through the bridge)."""
 import functools
-from tinygrad import Tensor, Variable, dtypes as tg_dtypes
+from tinygrad import Tensor
 import tinygrad.codegen as tg_codegen
-from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite, KernelInfo, Ops as TgOps
-from tinygrad.codegen.opt import Opt, OptOps
+from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
+from test_linearizer import programs as linearizer_programs, kernel_asts as linearizer_kernel_asts
 
 RULES = _C.native_rules()
 
@@ -26,19 +26,8 @@ PASSES = {
 }
 
 def programs():
-  """(name, tensor, opts to apply or None for tinygrad's own choice)"""
-  a, b = Tensor.rand(16, 32), Tensor.rand(32, 8)
-  yield "matmul", a @ b, None
-  yield "sum", a.sum(axis=1), None
-  yield "max", a.max(), None
-  yield "argmax", a.argmax(axis=0), None
-  yield "cumsum", Tensor.rand(33).cumsum(), None
-  yield "softmax", a.softmax(-1), None
-  yield "conv2d", Tensor.rand(1, 3, 8, 8).conv2d(Tensor.rand(4, 3, 3, 3)), None
-  yield "exp_where_casts", (a.exp() > 1).where(a, a.cast(tg_dtypes.half).cast(tg_dtypes.float) * 2), None
-  yield "int_math", (Tensor.arange(40).reshape(5, 8) * 3 // 2 % 7).cast(tg_dtypes.int8), None
-  yield "pad_permute", a.pad(((1, 2), (0, 3))).permute(1, 0) + 1, None
-  yield "symbolic", Tensor.rand(32, 8)[:Variable("n", 1, 32).bind(10)].sum(0), None
+  """the linearizer's corpus, plus kernels that exercise range splitting and load/reduce collapse"""
+  yield from linearizer_programs()
   yield "reshape_mod", (Tensor.rand(12, 10).reshape(4, 3, 10).permute(1, 0, 2).contiguous() + 1), None
   yield "flat_transpose", Tensor.rand(12).reshape(3, 4).permute(1, 0).reshape(12) + 1, None
   yield "flat_transpose_2d", Tensor.rand(6, 10).reshape(3, 20).permute(1, 0).reshape(60).contiguous() * 2, None
@@ -48,16 +37,8 @@ def programs():
   yield "one_hot", Tensor([1, 3, 0, 2]).one_hot(5).float() * 2, None
   yield "take_along", Tensor.rand(4, 7).gather(1, Tensor([[0, 6], [1, 1], [5, 2], [3, 3]])), None
   yield "arange_sum", Tensor.arange(20).reshape(4, 5).sum(1) + Tensor.arange(4), None
-  yield "padto_gated_store", (Tensor.rand(33, 17) + 1).contiguous(), (Opt(OptOps.PADTO, 0, 32),)
 
-def kernel_asts():
-  for name, t, opts in programs():
-    for si in t.schedule_with_vars()[0]:
-      if si.ast.op is not TgOps.SINK: continue
-      if opts is not None: yield name, si.ast.replace(arg=KernelInfo(opts_to_apply=opts))
-      else:
-        yield name, si.ast.replace(arg=KernelInfo()) if si.ast.arg is None else si.ast
-        yield name + "/noopt", si.ast.replace(arg=KernelInfo(opts_to_apply=()))
+def kernel_asts(): return linearizer_kernel_asts(programs)
 
 @functools.cache
 def captured():

@@ -37,7 +37,8 @@ def programs():
   yield "symbolic", Tensor.rand(32, 8)[:Variable("n", 1, 32).bind(10)].sum(0), None
   yield "padto_gated_store", (Tensor.rand(33, 17) + 1).contiguous(), (Opt(OptOps.PADTO, 0, 32),)
 
-def kernel_asts():
+def kernel_asts(programs=programs):
+  """each SINK kernel of the programs, with its forced opts, or with tinygrad's own choice and with none"""
   for name, t, opts in programs():
     for si in t.schedule_with_vars()[0]:
       if si.ast.op is not TgOps.SINK: continue

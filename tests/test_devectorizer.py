@@ -66,6 +66,16 @@ def test_devectorize_identity():
     same, total = identity_rate("devectorize", devectorize_pass_rules(value), make_ctx=tinyc.ClangRenderer, devectorize=setting)
     assert same == total
 
+def test_lower_index_dtype_with_load_store_indexing_identity():
+  """pm_lower_index_dtype+load_store_indexing: the simplify_valid_load rules see gated and int64 indexes"""
+  same, total = identity_rate("lower all index dtypes", RULES["pm_lower_index_dtype"] + RULES["load_store_indexing"], make_ctx=lambda: "CPU")
+  assert total >= 20 and same == total
+
+def test_simplify_valid_load_fires():
+  """the gated-index rule changes some captured index of the corpus, as tinygrad's does"""
+  changed = [k for k, inp, out in captured()["lower all index dtypes"] if "Invalid" in str(inp)]
+  assert changed, "no gated index in the corpus"
+
 def test_remove_reduce_identity():
   same, total = identity_rate("remove_reduce", RULES["pm_reduce"] + RULES["gep_pushing"], make_ctx=_C.ReduceContext)
   assert same == total

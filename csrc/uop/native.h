@@ -61,6 +61,8 @@ UOp *u_sum(UOp *const *xs, int n);                /* UOp.sum: x0 + x1 + ... (n >
 UOp *u_simplify(UOp *a);                          /* a.simplify() */
 UOp *u_substitute(UOp *a, PyObject *dvars);       /* a.substitute(dict) */
 UOp *uop_simplify(UOp *u);                        /* new reference: graph_rewrite(u, symbolic) */
+/* symbolic.py's uop_given_valid(valid, uop, try_simplex): uop simplified where valid holds (borrowed, pooled) */
+UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex);
 
 /* ---- numbers (Python ints/floats/bools, borrowed and pooled; NULL propagates) ---- */
 PyObject *vmin(UOp *u);

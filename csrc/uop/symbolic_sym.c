@@ -222,7 +222,7 @@ fail:
 /* uop_given_valid: uop simplified under the assumption that valid holds (maybe uop itself).
  * Each bounded expression becomes a fake variable with those bounds, the result is simplified and
  * the variables put back; first one expression at a time (with try_simplex), then all together. */
-static UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex) {
+UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex) {
   Py_ssize_t n;
   ExprBounds *b = valid && uop ? parse_bounds(valid, &n) : NULL;
   if (!b) return NULL;

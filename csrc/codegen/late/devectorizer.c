@@ -1,6 +1,5 @@
 /* tinygrad/codegen/late/devectorizer.py's rule sets, native: pm_add_loads, load_store_folding,
- * correct_load_store (split_load_store), load_store_indexing (its last rule: the first two need
- * uop_given_valid, private to symbolic_sym.c), devectorize, pm_render, pm_reduce and ReduceContext.
+ * correct_load_store (split_load_store), load_store_indexing, devectorize, pm_render, pm_reduce and ReduceContext.
  * tinyc has no ImageDType, so the image-only branches of tinygrad's functions (and image_fixup) are left out. */
 #include "../../uop/native.h"
 #include <structmember.h>
@@ -353,10 +352,23 @@ static const RuleDef correct_load_store_defs[] = {
 
 /* ---- load_store_indexing ---- */
 
+/* simplify_valid_load: the index simplified where its valid holds (tinyc has no image buffers, so
+ * only the plain-buffer branch of tinygrad's function exists here) */
+static UOp *simplify_valid_load(UOp *buf, UOp *start_idx, UOp *valid) {
+  UOp *idx = uop_given_valid(valid, start_idx, true);
+  if (!idx || idx == start_idx) return NULL;
+  return index_ptr(buf, u_valid(idx, valid));
+}
+static UOp *simplify_gated_index(Captures *m, PyObject *ctx) { UNUSED(ctx); return simplify_valid_load(m->buf, m->x, m->cond); }
+/* after the index is lowered to int64, the gate is the INDEX's third source */
+static UOp *simplify_long_index(Captures *m, PyObject *ctx) { UNUSED(ctx); return simplify_valid_load(m->buf, m->x, m->c); }
+
 /* an INDEX gated by the constant True drops the gate */
 static UOp *drop_true_gate(Captures *m, PyObject *ctx) { UNUSED(ctx); return index_ptr(m->buf, m->x); }
 
 static const RuleDef load_store_indexing_defs[] = {
+  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('cond').where(UPat.var('x'), UPat(Ops.CONST, arg=Invalid, name='i'))))", simplify_gated_index},
+  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('x', dtypes.long), UPat.var('c', dtypes.bool)))", simplify_long_index},
   {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('x'), UPat.const(dtypes.bool, True)),)", drop_true_gate},
 };
 

@@ -62,18 +62,32 @@ static const char *dtype_format(DType *dt) {
   return fmts[c];
 }
 
-/* The dtype argument of Buffer(...): a tinyc DType (or its name), scalar and with a size. Borrowed. */
+/* the scalar dtype whose name (as tinygrad spells it: "float", "unsigned int", "__bf16") is `name`; borrowed or NULL */
+static DType *scalar_dtype_named(PyObject *name) {
+  for (int i = 0; i < DT_COUNT; i++)
+    if (scalar_dtypes[i] && PyUnicode_Compare(scalar_dtypes[i]->name, name) == 0) return scalar_dtypes[i];
+  PyErr_Clear();
+  return NULL;
+}
+
+/* The dtype argument of Buffer(...): a tinyc DType, a dtype name, or another library's dtype (tinygrad's) matched by
+ * name; scalar and with a size. Borrowed. */
 static DType *buffer_dtype_arg(PyObject *o) {
   DType *dt = DType_Check(o) ? (DType *)o : NULL;
-  if (!dt && PyUnicode_Check(o)) dt = dtype_to_dtype(o);
-  else if (!dt) {  /* a dtype of another library (tinygrad's): by name */
-    PyObject *name = PyObject_GetAttrString(o, "name");
-    if (!name || !PyUnicode_Check(name)) {
-      Py_XDECREF(name); PyErr_Clear();
-      PyErr_Format(PyExc_TypeError, "Buffer dtype must be a DType, got %.100s", Py_TYPE(o)->tp_name);
+  if (!dt && PyUnicode_Check(o)) {
+    if (!(dt = scalar_dtype_named(o)) && !(dt = dtype_to_dtype(o))) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "Buffer dtype %R is not a dtype name", o);
       return NULL;
     }
-    dt = dtype_to_dtype(name);
+  } else if (!dt) {
+    PyObject *name = PyObject_GetAttrString(o, "name");
+    if (!name || !PyUnicode_Check(name) || !(dt = scalar_dtype_named(name))) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "Buffer dtype must be a DType, got %.100s %R", Py_TYPE(o)->tp_name, name ? name : Py_None);
+      Py_XDECREF(name);
+      return NULL;
+    }
     Py_DECREF(name);
   }
   if (!dt) return NULL;

@@ -81,6 +81,10 @@ static DType *buffer_dtype_arg(PyObject *o) {
       return NULL;
     }
   } else if (!dt) {
+    if (PyObject_HasAttrString(o, "addrspace")) {   /* another library's PtrDType: not a buffer's dtype */
+      PyErr_Format(PyExc_TypeError, "Buffer dtype must be a scalar dtype with a size, got a pointer dtype %R", o);
+      return NULL;
+    }
     PyObject *name = PyObject_GetAttrString(o, "name");
     if (!name || !PyUnicode_Check(name) || !(dt = scalar_dtype_named(name))) {
       PyErr_Clear();

@@ -126,6 +126,8 @@ def test_buffer_bad_input():
   with pytest.raises((TypeError, ValueError)): Buffer("CPU", 4, "notadtype")
   with pytest.raises(TypeError, match="scalar"): Buffer("CPU", 4, dtypes.float.ptr(4))
   with pytest.raises(TypeError, match="scalar"): Buffer("CPU", 4, dtypes.float.vec(4))
+  with pytest.raises(TypeError, match="pointer"): Buffer("CPU", 4, tgdtypes.float.ptr(4))
+  assert Buffer("CPU", 4, tgdtypes.uint32).dtype is dtypes.uint32
   with pytest.raises(TypeError): Buffer(1, 4, dtypes.float)
   b = Buffer("CPU", 4, dtypes.float)
   with pytest.raises(RuntimeError, match="unallocated"): b.copyin(memoryview(bytearray(16)))
@@ -189,6 +191,26 @@ def test_runner_bad_input(programs):
   from dataclasses import replace
   with pytest.raises(RuntimeError, match="can't load"): CompiledRunner(replace(p, lib=b"\x7fELF" + b"\x00" * 100))
   with pytest.raises(RuntimeError, match="unknown device"): CompiledRunner(replace(p, device="NOPE"))
+
+class SpecLike:
+  """a stand-in for tinyc's own ProgramSpec: tinyc UOps, a replace() method, no dataclass"""
+  def __init__(self, **kw): self.__dict__.update(kw)
+  def replace(self, **kw): return SpecLike(**{**self.__dict__, **kw})
+  def launch_dims(self, var_vals): return [tinyc.sym_infer(g, var_vals) for g in self.global_size], None
+
+def test_runner_reads_spec_through_attributes(programs):
+  from tinyc.tinygrad import from_tinygrad
+  p = programs["symbolic_sum/2"]
+  uops = [from_tinygrad(u) for u in p.uops]
+  spec = SpecLike(name=p.name, src=p.src, device="CPU", ast=from_tinygrad(p.ast), uops=uops, lib=None, aux=[],
+                  global_size=[1, 1, 1], local_size=None, vars=[u for u in uops if u.op is tinyc.Ops.DEFINE_VAR],
+                  globals=p.globals, outs=p.outs, ins=p.ins, estimates=None, function_name=p.function_name)
+  r = CompiledRunner(spec)
+  assert spec.lib is None and isinstance(r.p, SpecLike) and r.p.lib is not None
+  out, inp = Buffer("CPU", 8, dtypes.float).allocate(), Buffer.from_numpy(np.arange(256, dtype=np.float32))
+  r([out, inp], {"n": 2})
+  assert out.numpy().tolist() == (np.arange(256, dtype=np.float32).reshape(32, 8)[:2].sum(0)).tolist()
+  with pytest.raises(TypeError, match="has dtype int"): r([out, Buffer("CPU", 256, dtypes.int32).allocate()], {"n": 2})
 
 # ---- fresh processes (spawn): pickled runners load without compiling; the cache is shared between processes ----
 

@@ -2,6 +2,7 @@
 
 TINYC_SANITIZE=1 builds with AddressSanitizer + UBSan (see `make asan-test`)."""
 import glob, os
+import numpy
 from setuptools import setup, Extension
 
 sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
@@ -13,4 +14,5 @@ if os.environ.get("TINYC_SANITIZE"):
   cflags, ldflags = cflags + san + ["-O1"], ldflags + san
 
 setup(ext_modules=[Extension("tinyc._C", sources=sources, depends=headers, extra_compile_args=cflags,
-                             extra_link_args=ldflags, libraries=["dl"])])
+                             extra_link_args=ldflags, libraries=["dl", "sqlite3", "pthread"],
+                             include_dirs=[numpy.get_include()])])

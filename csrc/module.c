@@ -30,6 +30,12 @@ static int tinyc_init_rule_sets(PyObject *m) {
          tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 ? -1 : 0;
 }
 
+/* The device side, after the renderers (the CPU device holds a ClangRenderer). */
+static int tinyc_init_runtime(PyObject *m) {
+  return tinyc_init_diskcache(m) < 0 || tinyc_init_device(m) < 0 || tinyc_init_compiler_cpu(m) < 0 || tinyc_init_ops_cpu(m) < 0 ||
+         tinyc_init_realize(m) < 0 ? -1 : 0;
+}
+
 static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",
   "tinygrad's kernel-compiler core in C. Import `tinyc`, not this module.", -1, NULL};
 
@@ -37,7 +43,7 @@ PyMODINIT_FUNC PyInit__C(void) {
   PyObject *m = PyModule_Create(&tinyc_module);
   if (!m) return NULL;
   if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 || tinyc_init_native(m) < 0 ||
-      tinyc_init_opt(m) < 0 || tinyc_init_rule_sets(m) < 0) {
+      tinyc_init_opt(m) < 0 || tinyc_init_rule_sets(m) < 0 || tinyc_init_runtime(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

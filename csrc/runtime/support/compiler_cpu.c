@@ -1,0 +1,229 @@
+/* tinygrad/runtime/support/compiler_cpu.py's clang compiler in C: ClangCompiler runs clang ($CC overrides) on the
+ * kernel's C source and returns a shared object's bytes (tinygrad's ClangJITCompiler links its own ELF loader; tinyc
+ * lets the system's loader map the .so from memory, see ops_cpu.c). Same flags as tinygrad where they mean the same
+ * (-O2 -fPIC -ffreestanding -fno-math-errno -nostdlib -fno-ident, -march=native / -mcpu=native), plus -shared.
+ * The subprocess runs without the GIL; a failure raises tinyc.CompileError carrying clang's output. */
+#include "../../device.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+/* A growable byte string for captured output. */
+typedef struct { char *data; size_t len, cap; } Bytes;
+static int bytes_append(Bytes *b, const char *p, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 4096;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d, b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = 0;
+  return 0;
+}
+
+/* Run argv (argv[0] looked up in PATH) with `in` as stdin, stdout and stderr captured together into *out.
+ * Returns the exit status (128+signal when killed), or -1 with errno when it could not run. Needs no GIL. */
+static int run_capture(char *const argv[], const char *in, size_t inlen, Bytes *out) {
+  int infd = memfd_create("tinyc-stdin", MFD_CLOEXEC), pipefd[2] = {-1, -1}, status = -1, err = 0;
+  if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0) { err = errno; goto done; }
+  for (size_t off = 0; off < inlen;) {
+    ssize_t w = write(infd, in + off, inlen - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) { err = errno; goto done; }
+    off += (size_t)w;
+  }
+  if (lseek(infd, 0, SEEK_SET) < 0) { err = errno; goto done; }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, infd, 0);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(pipefd[1]); pipefd[1] = -1;
+  if (rc != 0) { err = rc; goto done; }
+  char buf[8192];
+  for (;;) {
+    ssize_t r = read(pipefd[0], buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (bytes_append(out, buf, (size_t)r) < 0) { err = ENOMEM; break; }
+  }
+  int ws;
+  while (waitpid(pid, &ws, 0) < 0) if (errno != EINTR) { err = errno; goto done; }
+  status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+  if (err) status = -1;
+done:
+  if (infd >= 0) close(infd);
+  if (pipefd[0] >= 0) close(pipefd[0]);
+  if (pipefd[1] >= 0) close(pipefd[1]);
+  if (status < 0) errno = err;
+  return status;
+}
+
+/* read a whole file into *out; 0 or -1 with errno */
+static int read_file(const char *path, Bytes *out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[65536];
+  int rc = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) { rc = -1; break; }
+    if (r == 0) break;
+    if (bytes_append(out, buf, (size_t)r) < 0) { errno = ENOMEM; rc = -1; break; }
+  }
+  close(fd);
+  return rc;
+}
+
+/* a fresh empty file for an output: <TMPDIR or /tmp>/tinyc-XXXXXX<suffix>; fills path, returns 0 or -1 */
+static int temp_path(char *path, size_t n, const char *suffix) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  if ((size_t)snprintf(path, n, "%s/tinyc-XXXXXX%s", dir, suffix) >= n) { errno = ENAMETOOLONG; return -1; }
+  int fd = mkstemps(path, (int)strlen(suffix));
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+/* tinygrad's choice of -march / -mcpu by machine: on arm -mcpu=native means "tune and use this cpu" */
+static const char *arch_flag(void) {
+  static char flag[64];
+  if (!flag[0]) {
+    struct utsname u;
+    const char *m = uname(&u) == 0 ? u.machine : "x86_64";
+    snprintf(flag, sizeof(flag), "%s", strcmp(m, "x86_64") == 0 || strcmp(m, "AMD64") == 0 ? "-march=native" :
+                                       strcmp(m, "riscv64") == 0 ? "-march=rv64g" : "-mcpu=native");
+  }
+  return flag;
+}
+
+static const char *cc_name(void) {
+  const char *cc = getenv("CC");
+  return cc && *cc ? cc : "clang";
+}
+
+static int ClangCompiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"cachekey", NULL};
+  PyObject *key = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ClangCompiler", kwlist, &key)) return -1;
+  PyObject *dflt = key ? Py_NewRef(key) : PyUnicode_FromString("compile_clang_so");
+  if (!dflt) return -1;
+  PyObject *a = PyTuple_Pack(1, dflt);
+  Py_DECREF(dflt);
+  if (!a) return -1;
+  int rc = Compiler_Type.tp_init((PyObject *)self, a, NULL);
+  Py_DECREF(a);
+  return rc;
+}
+
+/* compile(src) -> the shared object's bytes */
+static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
+  UNUSED(self);
+  if (!PyUnicode_Check(src)) return PyErr_Format(PyExc_TypeError, "compile needs the C source as str, got %.100s", Py_TYPE(src)->tp_name);
+  Py_ssize_t srclen;
+  const char *s = PyUnicode_AsUTF8AndSize(src, &srclen);
+  if (!s) return NULL;
+  char *code = malloc((size_t)srclen + 1);   /* the str could change owner while the GIL is released: compile a copy */
+  if (!code) return PyErr_NoMemory();
+  memcpy(code, s, (size_t)srclen + 1);
+  char cc[1024], out_path[4096];
+  snprintf(cc, sizeof(cc), "%s", cc_name());
+  Bytes log = {0}, lib = {0};
+  int status = -1, err = 0;
+  bool made_tmp;
+  Py_BEGIN_ALLOW_THREADS
+  made_tmp = temp_path(out_path, sizeof(out_path), ".so") == 0;
+  if (!made_tmp) err = errno;
+  else {
+    char *argv[] = {cc, "-shared", (char *)arch_flag(), "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib", "-fno-ident",
+                    "-x", "c", "-", "-o", out_path, NULL};
+    status = run_capture(argv, code, (size_t)srclen, &log);
+    if (status < 0) err = errno;
+    else if (status == 0 && read_file(out_path, &lib) < 0) err = errno, status = -1;
+    unlink(out_path);
+  }
+  Py_END_ALLOW_THREADS
+  free(code);
+  stat_clang_runs++;
+  PyObject *ret = NULL;
+  if (!made_tmp) PyErr_Format(CompileError, "could not make a temporary file for %s's output: %s", cc, strerror(err));
+  else if (status < 0) PyErr_Format(CompileError, "could not run %s: %s", cc, strerror(err));
+  else if (status != 0) PyErr_Format(CompileError, "%s failed (exit status %d):\n%s", cc, status, log.data ? log.data : "");
+  else if (lib.len == 0) PyErr_Format(CompileError, "%s produced an empty shared object:\n%s", cc, log.data ? log.data : "");
+  else ret = PyBytes_FromStringAndSize(lib.data, (Py_ssize_t)lib.len);
+  free(log.data); free(lib.data);
+  return ret;
+}
+
+/* disassemble(lib) -> objdump's text of the shared object */
+static PyObject *ClangCompiler_disassemble(PyObject *self, PyObject *arg) {
+  UNUSED(self);
+  Py_buffer lib;
+  if (PyObject_GetBuffer(arg, &lib, PyBUF_SIMPLE) < 0) return NULL;
+  char path[4096];
+  Bytes text = {0};
+  int status = -1, err = 0;
+  Py_BEGIN_ALLOW_THREADS
+  if (temp_path(path, sizeof(path), ".so") < 0) err = errno;
+  else {
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    bool ok = fd >= 0 && write(fd, lib.buf, (size_t)lib.len) == lib.len;
+    if (fd >= 0) close(fd);
+    if (!ok) err = errno ? errno : EIO;
+    else {
+      char *argv[] = {"objdump", "-d", path, NULL};
+      status = run_capture(argv, "", 0, &text);
+      if (status < 0) err = errno;
+    }
+    unlink(path);
+  }
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&lib);
+  PyObject *ret = NULL;
+  if (status < 0) PyErr_Format(PyExc_RuntimeError, "could not run objdump: %s", strerror(err));
+  else if (status != 0) PyErr_Format(PyExc_RuntimeError, "objdump failed (exit status %d):\n%s", status, text.data ? text.data : "");
+  else ret = PyUnicode_DecodeUTF8(text.data ? text.data : "", (Py_ssize_t)text.len, "replace");
+  free(text.data);
+  return ret;
+}
+
+static PyMethodDef ClangCompiler_methods[] = {
+  {"compile", ClangCompiler_compile, METH_O, "compile(src) -> bytes of a shared object built by clang ($CC)"},
+  {"disassemble", ClangCompiler_disassemble, METH_O, "disassemble(lib) -> objdump -d's text"},
+  {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ClangCompiler_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.ClangCompiler",
+  .tp_basicsize = sizeof(CompilerObject),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_doc = "tinygrad's clang compiler for the CPU: C source -> a shared object's bytes (cachekey 'compile_clang_so')",
+  .tp_methods = ClangCompiler_methods,
+  .tp_base = &Compiler_Type,
+  .tp_init = (initproc)ClangCompiler_init,
+};
+
+PyObject *clang_compiler_new(void) { return PyObject_CallNoArgs((PyObject *)&ClangCompiler_Type); }
+
+int tinyc_init_compiler_cpu(PyObject *m) {
+  if (PyType_Ready(&ClangCompiler_Type) < 0) return -1;
+  return tinyc_add(m, "ClangCompiler", (PyObject *)&ClangCompiler_Type);
+}

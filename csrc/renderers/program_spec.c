@@ -289,7 +289,7 @@ static PyObject *Estimates_from_uops(PyObject *unused, PyObject *args, PyObject 
   PyObject *uops;
   int ignore_indexing = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|p:from_uops", kwlist, &uops, &ignore_indexing)) return NULL;
-  PyObject *seq = PySequence_Fast(uops, "Estimates.from_uops needs a list of UOps");
+  PyObject *seq = PySequence_Tuple(uops);   /* a copy: the count runs Python-visible code, the list may change */
   if (!seq) return NULL;
   PyObject *ret = estimates_from_uops(seq, ignore_indexing);
   Py_DECREF(seq);
@@ -473,7 +473,7 @@ static PyObject *ps_get_estimates(ProgramSpecObject *self, void *closure) {
     PyObject *uops = self->f[PS_UOPS];
     if (uops == Py_None) self->estimates = estimates_steal(PyLong_FromLong(0), PyLong_FromLong(0), PyLong_FromLong(0));
     else {
-      PyObject *seq = PySequence_Fast(uops, "ProgramSpec.uops must be a list");
+      PyObject *seq = PySequence_Tuple(uops);
       if (!seq) return NULL;
       self->estimates = estimates_from_uops(seq, true);
       Py_DECREF(seq);

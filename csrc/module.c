@@ -2,6 +2,7 @@
 #include "tinyc.h"
 int tinyc_init_uop_movement(PyObject *m);
 int tinyc_init_indexing(PyObject *m);
+int tinyc_init_rangeify(PyObject *m);
 
 PyObject *tinyc_make_enum(const char *base, const char *clsname, const char *const *names) {
   PyObject *enum_mod = PyImport_ImportModule("enum");
@@ -27,7 +28,7 @@ done:
 static int tinyc_init_rule_sets(PyObject *m) {
   return tinyc_init_eval(m) < 0 || tinyc_init_uop_movement(m) < 0 || tinyc_init_indexing(m) < 0 || tinyc_init_divandmod(m) < 0 || tinyc_init_symbolic(m) < 0 || tinyc_init_symbolic_sym(m) < 0 ||
          tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 || tinyc_init_codegen_simplify(m) < 0 ||
-         tinyc_init_expander(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
+         tinyc_init_expander(m) < 0 || tinyc_init_rangeify(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
          tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 ? -1 : 0;
 }
 

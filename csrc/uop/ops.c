@@ -179,7 +179,7 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   UOp *u = PyObject_Malloc(sizeof(UOp) + (size_t)nsrc * sizeof(UOp *));
   if (!u) return (UOp *)PyErr_NoMemory();
   PyObject_Init((PyObject *)u, &UOp_Type);
-  u->op = op, u->flags = op == OP_DEVICE ? FLAG_HAS_DEVICE : 0;
+  u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
   u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
   Py_INCREF(arg);
   u->arg = arg;

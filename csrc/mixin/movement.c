@@ -4,9 +4,10 @@
  * operators, as the mixin does. */
 #include "../uop/ops_movement.h"
 
-/* helpers.argfix: (shape,) or (*shape) as one tuple */
-static PyObject *argfix(PyObject *args) {
+/* helpers.argfix: (shape,) or (*shape) as one tuple; the mixin's methods need at least the first argument */
+static PyObject *argfix_named(PyObject *args, const char *method, const char *param) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
+  if (n == 0) return PyErr_Format(PyExc_TypeError, "MovementMixin.%s() missing 1 required positional argument: '%s'", method, param);
   if (n && (PyTuple_CheckExact(PyTuple_GET_ITEM(args, 0)) || PyList_CheckExact(PyTuple_GET_ITEM(args, 0)))) {
     if (n != 1) return PyErr_Format(PyExc_ValueError, "bad arg %S", args);
     return PySequence_Tuple(PyTuple_GET_ITEM(args, 0));
@@ -87,7 +88,7 @@ static PyObject *UOp_numel(UOp *self, PyObject *unused) {
 
 /* reshape(shape, *args): None keeps an axis, one -1 is inferred, the size must not change */
 static PyObject *UOp_reshape(UOp *self, PyObject *args) {
-  PyObject *fixed = argfix(args);
+  PyObject *fixed = argfix_named(args, "reshape", "shape");
   if (!fixed) return NULL;
   Py_ssize_t n = PyTuple_GET_SIZE(fixed);
   PyObject *shape = NULL, *new_shape = PyTuple_New(n), *ret = NULL, *a = NULL, *b = NULL;
@@ -181,7 +182,7 @@ static PyObject *UOp_broadcast_to(UOp *self, PyObject *new_shape) {
 
 /* expand(shape, *args): -1 or None keeps an axis; fewer axes are aligned to the right */
 static PyObject *UOp_expand(UOp *self, PyObject *args) {
-  PyObject *fixed = argfix(args), *shape = fixed ? uop_shape_req(self) : NULL, *ret = NULL;
+  PyObject *fixed = argfix_named(args, "expand", "shape"), *shape = fixed ? uop_shape_req(self) : NULL, *ret = NULL;
   if (!shape) { Py_XDECREF(fixed); return NULL; }
   Py_ssize_t n = PyTuple_GET_SIZE(shape) > PyTuple_GET_SIZE(fixed) ? PyTuple_GET_SIZE(shape) : PyTuple_GET_SIZE(fixed);
   PyObject *from = align_left(shape, n), *to = from ? align_left(fixed, n) : NULL, *new_shape = to ? PyTuple_New(n) : NULL;
@@ -224,8 +225,8 @@ end:
 }
 
 /* the _resolve_dim of every item of argfix(args) */
-static PyObject *resolved_dims(UOp *self, PyObject *args) {
-  PyObject *fixed = argfix(args);
+static PyObject *resolved_dims(UOp *self, PyObject *args, const char *method, const char *param) {
+  PyObject *fixed = argfix_named(args, method, param);
   if (!fixed) return NULL;
   PyObject *t = PyTuple_New(PyTuple_GET_SIZE(fixed));
   for (Py_ssize_t i = 0; t && i < PyTuple_GET_SIZE(fixed); i++) {
@@ -245,7 +246,7 @@ static PyObject *range_list(Py_ssize_t n) {
 
 /* permute(order, *args): self when order is the identity */
 static PyObject *UOp_permute(UOp *self, PyObject *args) {
-  PyObject *order = resolved_dims(self, args);
+  PyObject *order = resolved_dims(self, args, "permute", "order");
   if (!order) return NULL;
   Py_ssize_t nd = ndim(self);
   PyObject *srt = nd >= 0 ? PySequence_List(order) : NULL, *rng = srt ? range_list(nd) : NULL, *ret = NULL;
@@ -265,7 +266,7 @@ end:
 
 /* flip(axis, *args): self when no axis is flipped */
 static PyObject *UOp_flip(UOp *self, PyObject *args) {
-  PyObject *axis = resolved_dims(self, args), *flip = NULL, *ret = NULL;
+  PyObject *axis = resolved_dims(self, args, "flip", "axis"), *flip = NULL, *ret = NULL;
   if (!axis) return NULL;
   Py_ssize_t nd = ndim(self), n = PyTuple_GET_SIZE(axis);
   if (nd < 0) goto end;

@@ -732,7 +732,10 @@ static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject 
   if (!s || uop_min_max(s, &lo, &hi) < 0) goto end;
   int eq = PyObject_RichCompareBool(lo, hi, Py_EQ);
   if (eq < 0) goto end;
-  if (!eq) PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %R to %R", lo, hi);
+  if (!eq) {   /* the message names the simplified node, rendered */
+    PyObject *r = PyObject_CallMethod((PyObject *)s, "render", NULL);
+    if (r) { PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %S to %S in %S", lo, hi, r); Py_DECREF(r); }
+  }
   else if (!PyObject_TypeCheck(lo, want)) PyErr_Format(PyExc_TypeError, "vmin is wrong type %.100s", Py_TYPE(lo)->tp_name);
   else ret = Py_NewRef(lo);
 end:

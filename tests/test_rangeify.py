@@ -413,3 +413,52 @@ def test_early_movement_ops_identity():
   bad = [k for k, inp, outp in cases if from_tinygrad(outp) is not _C.graph_rewrite(from_tinygrad(inp), EARLY, bottom_up=True)]
   print(f"\nearly movement ops identity (corpus): {len(cases) - len(bad)}/{len(cases)}")
   assert len(cases) >= 50 and not bad
+
+# ---- memory: repeated calls, errors included, leave nothing behind ----
+
+def _mem_workload(cases, graphs, i):
+  for _, f in cases: outcome(f)
+  for name, g in graphs:
+    for pname, _ in BUFFERIZE_PASSES: outcome(_C.graph_rewrite, g, RULES[pname], itertools.count(i))
+    outcome(_C.graph_rewrite, g, EARLY)
+  b = tinyc.BufferizeOpts(i, tinyc.AddrSpace.LOCAL); hash(b); repr(b); pickle.loads(pickle.dumps(b))
+  r = tinyc.UOp.range(6, 0)
+  for op, arg in [(tinyc.Ops.RESHAPE, (2, 3)), (tinyc.Ops.PAD, ((1, 1),)), (tinyc.Ops.FLIP, (True,)), (tinyc.Ops.ADD, ())]:
+    outcome(_C.apply_movement_op, op, (6,), arg, (r,))
+
+def test_memory_flat():
+  import gc, tracemalloc
+  cases, graphs = list(movement_cases(TC)), list(bufferize_cases(TC)) + [(n, tinyc.UOp.sink(g)) for n, g in codegen_cases(TC)]
+  for i in range(30): _mem_workload(cases, graphs, i)
+  gc.collect()
+  base = _C._intern_count()
+  tracemalloc.start()
+  try:
+    sizes = []
+    for _ in range(3):
+      for i in range(30): _mem_workload(cases, graphs, i)
+      gc.collect()
+      sizes.append(tracemalloc.get_traced_memory()[0])
+  finally: tracemalloc.stop()
+  assert _C._intern_count() == base
+  # each round makes ~3000 calls; a leak of one small object per call would add > 80 KB a round (caches settle below that)
+  assert sizes[2] - sizes[1] < 32 * 1024 and sizes[1] - sizes[0] < 32 * 1024, sizes
+
+def test_refcounts_balanced():
+  import gc, sys
+  dev, space, shape, pad = "rc_dev", tinyc.AddrSpace.LOCAL, (4, 6), ((1, 2), (0, 3))
+  x = tinyc.UOp(tinyc.Ops.DEFINE_GLOBAL, tinyc.dtypes.float.ptr(24), (), 0)
+  r = (tinyc.UOp.range(4, 0), tinyc.UOp.range(6, 1))
+  objs = [dev, space, shape, pad, x, *r]
+  before = None
+  for i in range(501):
+    if i == 1: gc.collect(); before = [sys.getrefcount(o) for o in objs]   # after one warm-up round (dtype caches)
+    b = tinyc.BufferizeOpts(dev, space); hash(b); repr(b); b == tinyc.BufferizeOpts(dev)
+    y = x.reshape(shape); y.pad(pad); y.marg; y._mop(tinyc.Ops.PAD, pad); x.forced_reshape(shape).base
+    outcome(lambda: x.reshape(shape, 1)); outcome(lambda: y._mop(tinyc.Ops.ADD, pad)); outcome(lambda: y.pad(((0, -1), (0, 0))))
+    _C.apply_movement_op(tinyc.Ops.PAD, shape, pad, r); _C.apply_movement_op(tinyc.Ops.RESHAPE, shape, (24,), (tinyc.UOp.range(24, 0),))
+    u = tinyc.UOp(tinyc.Ops.BUFFERIZE, tinyc.dtypes.float, (x.index(r[0] * 6 + r[1]), *r), b)
+    _C.graph_rewrite(u.index(*r), RULES["pm_add_buffers_local"], ctx=itertools.count(0))
+    del b, y, u
+  gc.collect()
+  assert [sys.getrefcount(o) for o in objs] == before

@@ -347,7 +347,10 @@ static UOp *sint_vec(PyObject *arg) {
       PyObject *x = PyTuple_GET_ITEM(seq, k);
       if (PyLong_Check(x)) src[k] = uop_const(idx, x);
       else if (UOp_Check(x)) src[k] = (UOp *)Py_NewRef(x);
-      else { PyErr_Format(PyExc_TypeError, "movement op argument must be int or UOp, got %.100s", Py_TYPE(x)->tp_name); break; }
+      else {   /* tinygrad fails on it as a UOp source, with this error */
+        PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute 'src'", Py_TYPE(x)->tp_name);
+        break;
+      }
       if (!src[k]) break;
     }
     if (!src) PyErr_NoMemory();

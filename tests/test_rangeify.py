@@ -318,6 +318,7 @@ def bufferize_cases(ns):
   assign = UOp(Ops.ASSIGN, dtypes.float, (tgt.index(r0 * 6 + r1), val, mops))
   yield "assign", UOp(Ops.BUFFERIZE, dtypes.float, (assign, r0, r1), BO("CPU"))
   yield "assign_bad", UOp(Ops.BUFFERIZE, dtypes.float, (UOp(Ops.ASSIGN, dtypes.float, (buf, val, mops)), r0), BO("CPU"))
+  yield "contiguous_no_device", UOp(Ops.BUFFERIZE, dtypes.float, (UOp(Ops.CONTIGUOUS, dtypes.float, (val,)), r0), BO(None, AddrSpace.LOCAL))
   yield "contiguous_cpu", UOp(Ops.BUFFERIZE, dtypes.float, (UOp(Ops.CONTIGUOUS, dtypes.float, (val,)), r0), BO("CPU"))
   disk = UOp(Ops.BUFFER, dtypes.uint8, (UOp(Ops.UNIQUE, arg=0), UOp(Ops.DEVICE, arg="DISK:/tmp/x")), 64)
   dval = UOp(Ops.BITCAST, dtypes.uint8, (disk.index(r0 + 8),))

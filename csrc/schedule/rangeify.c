@@ -174,8 +174,9 @@ static const RuleDef pm_flatten_bufferize_defs[] = {
 static UOp *late_buffer_view(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
   UOp *t = m->t, *b = m->b;
-  PyObject *dev = pool_keep(PyObject_GetAttrString((PyObject *)b, "device"));
+  PyObject *dev = pool_keep(uop_device(b));
   if (!dev) return NULL;
+  if (dev == Py_None) { PyErr_SetString(PyExc_AssertionError, ""); return NULL; }   /* b.device is unwrap(b._device) */
   if (!PyUnicode_Check(dev)) return NULL;
   PyObject *disk = pool_keep(PyUnicode_FromString("DISK")), *tinyfs = pool_keep(PyUnicode_FromString("TINYFS"));
   if (!disk || !tinyfs) return NULL;
@@ -269,14 +270,15 @@ static UOp *bufferize_to_store(Captures *m, PyObject *ctx) {
     UOp *ret = u_after(target->src[0], u_end(u_store(tgt, asrc, uop_tag(x)), rngs));
     UOp *base = (UOp *)pool_keep(PyObject_GetAttrString((PyObject *)mops, "base"));
     if (!base || !ret) return NULL;
-    UOp *chain[256];
-    int k = 0;
-    for (UOp *w = mops; w != base && k < 256; w = w->src[0]) chain[k++] = w;
-    while (ret && k-- > 0) {
-      PyObject *marg = pool_keep(uop_marg(chain[k]));
-      ret = marg ? KEEP(uop_mop(ret, chain[k]->op, marg, false)) : NULL;
+    PyObject *chain = pool_keep(PyList_New(0));   /* the movement ops from the top down to base */
+    for (UOp *w = mops; chain && w != base; w = w->src[0])
+      if (PyList_Append(chain, (PyObject *)w) < 0) return NULL;
+    for (Py_ssize_t k = chain ? PyList_GET_SIZE(chain) - 1 : -1; ret && k >= 0; k--) {
+      UOp *w = (UOp *)PyList_GET_ITEM(chain, k);
+      PyObject *marg = pool_keep(uop_marg(w));
+      ret = marg ? KEEP(uop_mop(ret, w->op, marg, false)) : NULL;
     }
-    return ret;
+    return chain ? ret : NULL;
   }
 
   UOp *red = val;

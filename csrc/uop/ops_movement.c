@@ -110,7 +110,7 @@ static PyObject *value_error(const char *fmt, ...) {
   return NULL;
 }
 
-/* every item of marg compares as `ok` under pred; -1 on error */
+/* RESHAPE: sizes are non-negative and their product does not change */
 static PyObject *reshape_shape(UOp *u, PyObject *ps, PyObject *marg) {
   PyObject *zero = PyLong_FromLong(0);
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(marg); i++) {

@@ -5,8 +5,8 @@ renderer (tinygrad's own optimizations, none, and forced UPCAST/UNROLL/GROUP opt
 tinyc runs the same concatenation sym+pm_pre_expander+expander on the converted input and must produce the very
 node tinygrad produced (through the bridge). A second corpus lowers half-precision kernels for the CUDA renderer
 (never run) so tensor cores give WMMA; small hand-built graphs cover the rules real kernels do not reach.
-pm_group_for_reduce is not ported: CPU kernels never carry
-GROUP_REDUCE ranges (the Clang renderer has no locals), which the corpus checks."""
+CPU kernels never carry GROUP_REDUCE ranges (the Clang renderer has no locals), so pm_group_for_reduce is checked on the
+reduce kernels of the shared corpus lowered for the CUDA renderer with GROUP/GROUPTOP (and LOCAL) opts."""
 import functools
 from tinygrad import Tensor, Variable, dtypes as tg_dtypes
 import tinygrad.codegen as tg_codegen
@@ -18,7 +18,7 @@ from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
 
 RULES = _C.native_rules()
-EXPANDER_PASS = RULES["sym"] + RULES["pm_pre_expander"] + RULES["expander"]
+EXPANDER_PASS = RULES["sym"] + RULES["pm_pre_expander"] + RULES["pm_group_for_reduce"] + RULES["expander"]
 
 UPCAST, UNROLL = (Opt(OptOps.UPCAST, 0, 4),), (Opt(OptOps.UNROLL, 0, 4),)
 GROUPS = ((Opt(OptOps.GROUP, 0, 4),), (Opt(OptOps.GROUPTOP, 0, 4),))
@@ -77,7 +77,7 @@ def axis_types(sink): return {u.arg[-1] for u in sink.toposort() if u.op is TgOp
 def test_corpus_expands():
   cases = captured()
   assert len(cases) >= 40
-  # the corpus exercises expansion: UPCAST and UNROLL ranges both occur, and no GROUP_REDUCE (pm_group_for_reduce not ported)
+  # the corpus exercises expansion: UPCAST and UNROLL ranges both occur, and no GROUP_REDUCE (the Clang renderer refuses GROUP)
   kinds = set().union(*(axis_types(s) for _, s, _ in cases))
   assert {TgAxisType.UPCAST, TgAxisType.UNROLL} <= kinds and TgAxisType.GROUP_REDUCE not in kinds
   assert sum(inp is not outp for _, inp, outp in cases) >= 20
@@ -122,9 +122,51 @@ def synthetic(UOp, Ops, dtypes, AxisType):
 def test_synthetic_rules():
   tg_cases = list(synthetic(TgUOp, TgOps, tg_dtypes, TgAxisType))
   tc_cases = list(synthetic(tinyc.UOp, tinyc.Ops, tinyc.dtypes, tinyc.AxisType))
-  tg_pass = tg_codegen.sym + tg_codegen.pm_pre_expander + tg_codegen.expander
+  tg_pass = tg_codegen.sym + tg_codegen.pm_pre_expander + tg_codegen.pm_group_for_reduce + tg_codegen.expander
   for (name, tg_u), (_, tc_u) in zip(tg_cases, tc_cases):
     assert from_tinygrad(tg_u) is tc_u, name
     want = tg_graph_rewrite(tg_u, tg_pass)
     assert want is not tg_u, name
     assert from_tinygrad(want) is _C.graph_rewrite(tc_u, EXPANDER_PASS), name
+
+# ---- pm_group_for_reduce: the shared corpus's reduce kernels for a renderer with locals, with GROUP opts ----
+GROUP_OPTS = [(Opt(OptOps.GROUP, 0, 4),), (Opt(OptOps.GROUPTOP, 0, 16),), (Opt(OptOps.LOCAL, 0, 4), Opt(OptOps.GROUP, 0, 4)),
+              (Opt(OptOps.GROUPTOP, 0, 8), Opt(OptOps.LOCAL, 0, 2), Opt(OptOps.UPCAST, 0, 2))]
+
+@functools.cache
+def captured_group():
+  """(kernel name, input, output) of the "expander" pass of corpus reduce kernels lowered for CUDA with GROUP opts"""
+  from corpus import kernel_asts as corpus_asts
+  out, ren, current = [], CUDARenderer("sm_80"), [None]
+  def spy(sink, pm, *args, name=None, **kwargs):
+    ret = tg_graph_rewrite(sink, pm, *args, name=name, **kwargs)
+    if name == "expander": out.append((current[0], sink, ret))
+    return ret
+  tg_codegen.graph_rewrite = spy
+  try:
+    for kname, ast in corpus_asts():
+      if not any(u.op is TgOps.REDUCE for u in ast.toposort()): continue
+      for opts in GROUP_OPTS:
+        current[0] = f"{kname}/{','.join(f'{o.op.name}{o.axis}:{o.arg}' for o in opts)}"
+        try: tg_codegen.full_rewrite_to_sink(ast.replace(arg=KernelInfo(opts_to_apply=opts)), ren, optimize=True)
+        except Exception: continue   # an opt tinygrad refuses for this kernel
+  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
+  return out
+
+def test_group_for_reduce_identity():
+  cases = captured_group()
+  grouped = [c for c in cases if TgAxisType.GROUP_REDUCE in axis_types(c[1])]
+  with_locals = [c for c in grouped if TgAxisType.LOCAL in axis_types(c[1])]
+  assert len(grouped) >= 40 and len(with_locals) >= 10
+  assert all(any(u.op is TgOps.BUFFERIZE for u in outp.toposort()) for _, _, outp in grouped)
+  bad = mismatches(cases)
+  print(f"\nexpander identity with pm_group_for_reduce (CUDA renderer, GROUP opts): {len(cases) - len(bad)}/{len(cases)} "
+        f"({len(grouped)} with GROUP_REDUCE, {len(with_locals)} also LOCAL); mismatches: {bad}")
+  assert not bad
+
+def test_group_for_reduce_alone():
+  """pm_group_for_reduce by itself: a REDUCE without GROUP_REDUCE ranges is left alone; with them, tinygrad's node"""
+  pm = RULES["pm_group_for_reduce"]
+  for _, inp, _ in captured_group()[:30]:
+    want = tg_graph_rewrite(inp, tg_codegen.pm_group_for_reduce)
+    assert from_tinygrad(want) is _C.graph_rewrite(from_tinygrad(inp), pm)

@@ -14,6 +14,7 @@ from tinygrad.uop import Ops as TgOps
 from tinygrad.dtype import DType as TgDType, PtrDType as TgPtrDType, ImageDType as TgImageDType, AddrSpace as TgAddrSpace
 from tinygrad.dtype import dtypes as tg_dtypes, Invalid as TgInvalid
 from tinygrad.codegen.opt import Opt as TgOpt, OptOps as TgOptOps
+from tinygrad.schedule.indexing import BufferizeOpts as TgBufferizeOpts
 
 __all__ = ["from_tinygrad", "to_tinygrad"]
 
@@ -56,12 +57,14 @@ _to_tc_arg = _arg_converter({
   TgOps: lambda o: tinyc.Ops(o.value), TgAxisType: lambda a: tinyc.AxisType(a.value), TgOptOps: lambda o: tinyc.OptOps(o.value),
   TgOpt: lambda o: tinyc.Opt(tinyc.OptOps(o.op.value), o.axis, _to_tc_arg(o.arg)), TgKernelInfo: _kernel_info_to_tc,
   type(TgInvalid): lambda _: tinyc.Invalid, TgAddrSpace: lambda a: tinyc.AddrSpace(a.value),
-  TgDType: _to_tc_dtype, TgPtrDType: _to_tc_dtype})
+  TgDType: _to_tc_dtype, TgPtrDType: _to_tc_dtype,
+  TgBufferizeOpts: lambda b: tinyc.BufferizeOpts(_to_tc_arg(b.device), _to_tc_arg(b.addrspace), b.removable)})
 _to_tg_arg = _arg_converter({
   tinyc.Ops: lambda o: TgOps(o.value), tinyc.AxisType: lambda a: TgAxisType(a.value), tinyc.OptOps: lambda o: TgOptOps(o.value),
   tinyc.Opt: lambda o: TgOpt(TgOptOps(o.op.value), o.axis, _to_tg_arg(o.arg)), tinyc.KernelInfo: _kernel_info_to_tg,
   tinyc.InvalidType: lambda _: TgInvalid, tinyc.AddrSpace: lambda a: TgAddrSpace(a.value),
-  tinyc.DType: _to_tg_dtype, tinyc.PtrDType: _to_tg_dtype})
+  tinyc.DType: _to_tg_dtype, tinyc.PtrDType: _to_tg_dtype,
+  tinyc.BufferizeOpts: lambda b: TgBufferizeOpts(_to_tg_arg(b.device), _to_tg_arg(b.addrspace), b.removable)})
 
 def _convert_graph(root, make, convert_dtype, convert_arg, ops_type):
   """Rebuild the graph under root bottom-up (toposort order), one `make` per distinct node."""

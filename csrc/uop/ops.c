@@ -179,7 +179,7 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   UOp *u = PyObject_Malloc(sizeof(UOp) + (size_t)nsrc * sizeof(UOp *));
   if (!u) return (UOp *)PyErr_NoMemory();
   PyObject_Init((PyObject *)u, &UOp_Type);
-  u->op = op, u->flags = op == OP_DEVICE ? FLAG_HAS_DEVICE : 0;
+  u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
   u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
   Py_INCREF(arg);
   u->arg = arg;
@@ -811,6 +811,7 @@ extern PyGetSetDef uop_range_getset[];
 extern PyMethodDef uop_range_methods[];
 extern PyMethodDef uop_eval_methods[];
 extern PyMethodDef uop_renderer_methods[];
+#include "ops_movement.h"
 
 static PyMethodDef uop_core_methods[] = {
   {"toposort", (PyCFunction)(void (*)(void))UOp_toposort, METH_VARARGS | METH_KEYWORDS, "nodes in tinygrad's toposort order (a dict)"},
@@ -893,9 +894,9 @@ int tinyc_init_uop(PyObject *m) {
   if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }
   table_cap = TABLE_MIN_CAP;
   PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, uop_math_methods, uop_range_methods, uop_eval_methods,
-                           uop_renderer_methods};
-  PyGetSetDef *getsets[] = {uop_core_getset, uop_range_getset};
-  if (!(UOp_Type.tp_methods = merge_methods(methods, 6)) || !(UOp_Type.tp_getset = merge_getset(getsets, 2))) return -1;
+                           uop_renderer_methods, uop_movement_methods, uop_mixin_movement_methods};
+  PyGetSetDef *getsets[] = {uop_core_getset, uop_range_getset, uop_movement_getset, uop_mixin_movement_getset};
+  if (!(UOp_Type.tp_methods = merge_methods(methods, 8)) || !(UOp_Type.tp_getset = merge_getset(getsets, 4))) return -1;
   UOp_Type.tp_hash = PyBaseObject_Type.tp_hash;   /* identity hash: equal nodes are the same object */
   if (PyType_Ready(&UOp_Type) < 0 || tinyc_add(m, "UOp", (PyObject *)&UOp_Type) < 0) return -1;
   if (PyModule_AddFunctions(m, module_functions) < 0) return -1;

@@ -732,7 +732,10 @@ static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject 
   if (!s || uop_min_max(s, &lo, &hi) < 0) goto end;
   int eq = PyObject_RichCompareBool(lo, hi, Py_EQ);
   if (eq < 0) goto end;
-  if (!eq) PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %R to %R", lo, hi);
+  if (!eq) {   /* the message names the simplified node, rendered */
+    PyObject *r = PyObject_CallMethod((PyObject *)s, "render", NULL);
+    if (r) { PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %S to %S in %S", lo, hi, r); Py_DECREF(r); }
+  }
   else if (!PyObject_TypeCheck(lo, want)) PyErr_Format(PyExc_TypeError, "vmin is wrong type %.100s", Py_TYPE(lo)->tp_name);
   else ret = Py_NewRef(lo);
 end:
@@ -872,8 +875,8 @@ PyGetSetDef uop_range_getset[] = {
   {"_min_max", (getter)UOp_min_max_, NULL, NULL, NULL},
   {"expr", (getter)UOp_expr, NULL, "a variable's name", NULL},
   {"val", (getter)UOp_val, NULL, "a bound variable's value", NULL},
-  {"_shape", (getter)UOp_shape_, NULL, "the shape, or None (kernel-AST ops)", NULL},
-  {"shape", (getter)UOp_shape, NULL, "the shape (kernel-AST ops)", NULL},
+  {"_shape", (getter)UOp_shape_, NULL, "the shape, or None", NULL},
+  {"shape", (getter)UOp_shape, NULL, "the shape", NULL},
   {"ranges", (getter)UOp_ranges, NULL, "the RANGEs this node is inside of", NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };
@@ -911,9 +914,9 @@ int tinyc_init_uop_range(PyObject *m) {
   return math_gcd ? 0 : -1;
 }
 
-/* ---- shape, as far as kernel ASTs use it (tinygrad's _shape) ---- */
+/* ---- shape (tinygrad's _shape); the movement ops' cases are in ops_movement.c ---- */
 
-PyObject *uop_device(UOp *u);
+#include "ops_movement.h"
 
 /* One node's shape from its sources' shapes (borrowed from the map; Py_None for no shape). New ref. */
 static PyObject *node_shape(UOp *u, PtrMap *shapes) {
@@ -952,6 +955,9 @@ static PyObject *node_shape(UOp *u, PtrMap *shapes) {
   }
   default: break;
   }
+  PyObject *mshape;
+  int mv = movement_shape(u, u->nsrc ? ptrmap_get(shapes, u->src[0]) : Py_None, &mshape);
+  if (mv != 0) return mv < 0 ? NULL : mshape;
   bool elementwise = IN_GROUP(u->op, ALU) || u->op == OP_CAST || u->op == OP_COPY || u->op == OP_ASSIGN || u->op == OP_NOOP ||
                      u->op == OP_GROUP || u->op == OP_SINK || u->op == OP_ALLREDUCE || u->op == OP_STORE;
   if (!elementwise) {
@@ -959,7 +965,7 @@ static PyObject *node_shape(UOp *u, PtrMap *shapes) {
       OP_VECTORIZE, OP_VCONST, OP_GEP, OP_SPECIAL, OP_UNROLL, OP_CONTRACT, OP_CUSTOM_KERNEL, OP_LINEAR, OP_PROGRAM, OP_SOURCE, OP_BINARY};
     for (size_t i = 0; i < sizeof(shapeless) / sizeof(shapeless[0]); i++)
       if (u->op == shapeless[i]) Py_RETURN_NONE;
-    return PyErr_Format(PyExc_NotImplementedError, "no shape handling for %U in tinyc (kernel ASTs only)", ops_str[u->op]);
+    return PyErr_Format(PyExc_NotImplementedError, "no shape handling for %U with %R", ops_str[u->op], (PyObject *)u->dtype);
   }
   /* elementwise: every source with a shape has the same one (ASSIGN looks at its first two) */
   PyObject *shape = Py_None;
@@ -991,6 +997,9 @@ end:
   Py_XDECREF(order);
   return ret;
 }
+
+PyObject *uop_shape_opt(UOp *u) { return UOp_shape_(u, NULL); }
+PyObject *uop_shape_req(UOp *u) { return UOp_shape(u, NULL); }
 
 static PyObject *UOp_shape(UOp *self, void *c) {
   PyObject *s = UOp_shape_(self, c);

@@ -1,8 +1,14 @@
 /* tinygrad/codegen/late/expander.py in C: UPCAST/UNROLL ranges become UNROLL nodes (pm_pre_expander), and
  * `expander` pushes UNROLLs through the graph, turning scalar work into vector work and CONTRACTs back into
  * GEPs. An UNROLL arg is a tuple of (axis, size) pairs; a flat vector index walks them with the last pair
- * varying fastest. pm_group_for_reduce is not ported yet (see the note before the init function). */
+ * varying fastest. pm_group_for_reduce splits a reduce over GROUP_REDUCE ranges through a local buffer. */
 #include "../../uop/native.h"
+#include "../../schedule/indexing.h"
+
+/* g.replace(arg=arg): a RANGE with a new arg, pooled */
+static UOp *u_make_range(UOp *g, PyObject *arg) {
+  return arg ? KEEP(uop_new(g->op, g->dtype, g->src, g->nsrc, arg, uop_tag(g))) : NULL;
+}
 
 #define MAX_AXES 64
 
@@ -448,8 +454,69 @@ static const RuleDef expander_defs[] = {
   {"UPat(Ops.UNROLL, src=(UPat.var('x'),), arg=())", empty_unroll},
 };
 
-/* pm_group_for_reduce (fix_group_for_reduce) is not ported: it builds a BUFFERIZE with tinygrad's
- * BufferizeOpts, which tinyc does not have yet, and CPU kernels never get GROUP_REDUCE ranges. */
+/* ---- pm_group_for_reduce ---- */
+
+static PyObject *axis_group_reduce, *axis_local, *axis_reduce;   /* owned */
+
+static bool is_axis_range(UOp *u, PyObject *axis) {
+  return u->op == OP_RANGE && PyTuple_Check(u->arg) && PyTuple_GET_SIZE(u->arg) > 1 && PyTuple_GET_ITEM(u->arg, 1) == axis;
+}
+
+/* A REDUCE over GROUP_REDUCE ranges reduces its other ranges first, stores the partial results to a local
+ * buffer indexed by the kernel's LOCAL ranges and the group ranges, and reduces that buffer over new
+ * REDUCE ranges (numbered +100). The if/barrier around the final reduce come in the gpudims step. */
+static UOp *fix_group_for_reduce(Captures *m, PyObject *ctx) {
+  UNUSED(ctx);
+  UOp *x = m->x;
+  int n = (int)x->nsrc - 1, ng = 0, nr = 0;
+  for (int i = 1; i <= n; i++) ng += is_axis_range(x->src[i], axis_group_reduce);
+  if (ng == 0) return NULL;
+  PyObject *topo = pool_keep(uop_toposort_list(x, NULL));
+  if (!topo) return NULL;
+  Py_ssize_t nt = PyList_GET_SIZE(topo), nl = 0;
+  UOp **buf = PyMem_Malloc(sizeof(UOp *) * (size_t)(nt + 2 * n + 2));
+  if (!buf) { PyErr_NoMemory(); return NULL; }
+  UOp **red_src = buf, **bsrc = buf + n + 1;   /* REDUCE of the rest; BUFFERIZE / INDEX sources */
+  red_src[nr++] = x->src[0];
+  for (int i = 1; i <= n; i++) if (!is_axis_range(x->src[i], axis_group_reduce)) red_src[nr++] = x->src[i];
+  UOp *ret = u_replace_src(x, red_src, nr);
+  bsrc[0] = ret;
+  for (Py_ssize_t i = 0; i < nt; i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(topo, i);
+    if (is_axis_range(u, axis_local)) bsrc[1 + nl++] = u;
+  }
+  UOp **loops = red_src + 1;   /* reuse: the new REDUCE ranges */
+  int k = 0;
+  UOp *first = NULL;
+  for (int i = 1; i <= n; i++) {
+    UOp *g = x->src[i];
+    if (!is_axis_range(g, axis_group_reduce)) continue;
+    if (!first) first = g;
+    bsrc[1 + nl + k] = g;
+    PyObject *a = pool_keep(Py_BuildValue("(NO)", PyNumber_Add(PyTuple_GET_ITEM(g->arg, 0), n_int(100)), axis_reduce));
+    loops[k++] = a ? u_make_range(g, a) : NULL;
+  }
+  UOp *res = NULL;
+  PyObject *opts = pool_keep(bufferize_opts_new(PyTuple_GET_ITEM(first->arg, 0), ADDRSPACE_LOCAL, true));
+  UOp *bz = ret && opts ? u_new(OP_BUFFERIZE, ret->dtype, bsrc, 1 + (int)nl + k, opts) : NULL;
+  if (bz) {
+    bsrc[0] = bz;
+    for (int i = 0; i < k; i++) bsrc[1 + nl + i] = loops[i];
+    UOp *ix = u_new(OP_INDEX, bz->dtype, bsrc, 1 + (int)nl + k, Py_None);
+    if (ix) {
+      UOp **rsrc = bsrc;   /* REDUCE(ix, *loops) */
+      rsrc[0] = ix;
+      for (int i = 0; i < k; i++) rsrc[1 + i] = loops[i];
+      res = u_new(OP_REDUCE, ix->dtype, rsrc, 1 + k, x->arg);
+    }
+  }
+  PyMem_Free(buf);
+  return res;
+}
+
+static const RuleDef pm_group_for_reduce_defs[] = {
+  {"UPat(Ops.REDUCE, name='x')", fix_group_for_reduce},
+};
 
 int tinyc_init_expander(PyObject *m) {
   UNUSED(m);
@@ -457,6 +524,11 @@ int tinyc_init_expander(PyObject *m) {
   axis_unroll = native_eval("AxisType.UNROLL");
   if (!axis_upcast || !axis_unroll) return -1;
   SLOT_outer = capture_slot("outer"); SLOT_inner = capture_slot("inner"); SLOT_con = capture_slot("con");
+  axis_group_reduce = native_eval("AxisType.GROUP_REDUCE");
+  axis_local = native_eval("AxisType.LOCAL");
+  axis_reduce = native_eval("AxisType.REDUCE");
+  if (!axis_group_reduce || !axis_local || !axis_reduce) return -1;
   if (native_register("pm_pre_expander", pm_from_defs(pm_pre_expander_defs, N(pm_pre_expander_defs))) < 0) return -1;
+  if (native_register("pm_group_for_reduce", pm_from_defs(pm_group_for_reduce_defs, N(pm_group_for_reduce_defs))) < 0) return -1;
   return native_register("expander", pm_from_defs(expander_defs, N(expander_defs)));
 }

@@ -26,7 +26,7 @@ static int tinyc_init_rule_sets(PyObject *m) {
   return tinyc_init_eval(m) < 0 || tinyc_init_divandmod(m) < 0 || tinyc_init_symbolic(m) < 0 || tinyc_init_symbolic_sym(m) < 0 ||
          tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 || tinyc_init_codegen_simplify(m) < 0 ||
          tinyc_init_expander(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
-         tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 ? -1 : 0;
+         tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_postrange(m) < 0 ? -1 : 0;
 }
 
 static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",

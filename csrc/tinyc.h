@@ -39,5 +39,6 @@ int tinyc_init_expander(PyObject *m);
 int tinyc_init_devectorizer(PyObject *m);
 int tinyc_init_gpudims(PyObject *m);
 int tinyc_init_linearizer(PyObject *m);
+int tinyc_init_postrange(PyObject *m);
 
 #endif

@@ -148,11 +148,16 @@ def test_apply_opts(ren_name):
   assert ok == n
 
 def random_opt(rnd, k):
+  """a random Opt for tinygrad's Scheduler k: mostly on an existing axis with an amount that divides it, sometimes not"""
   op = rnd.choice(list(TgOptOps))
-  axis = rnd.randrange(0, k.shape_len + 2)
+  axis = rnd.randrange(0, k.shape_len + 2) if rnd.random() < 0.2 or not k.shape_len else rnd.randrange(0, k.shape_len)
   if op is TgOptOps.TC: arg = (rnd.choice([-1, 0, 1]), rnd.choice([0, 1, 2, 3]), rnd.choice([0, 1, 2]))
   elif op is TgOptOps.SWAP: arg = rnd.randrange(0, k.shape_len + 2)
-  else: arg = rnd.choice([0, 1, 2, 3, 4, 5, 7, 8, 16, 32, 64])
+  else:
+    # never 1: tinygrad's shift_to never ends then (it substitutes a range by an expression of itself)
+    arg = rnd.choice([0, 2, 3, 4, 5, 7, 8, 16, 32, 64])
+    if axis < k.shape_len and isinstance(sz := k.full_shape[axis], int) and rnd.random() < 0.6:
+      arg = rnd.choice([d for d in range(2, sz + 1) if sz % d == 0] or [0])
   return TgOpt(op, axis, arg)
 
 def run_both(tk, ck, opt):
@@ -171,7 +176,7 @@ def run_both(tk, ck, opt):
 def test_random_opts(ren_name):
   rnd = random.Random(1234)
   kernels = [(k, a) for k, a in captured(ren_name) if any(u.op is TgOps.RANGE for u in a.toposort())]
-  picks = rnd.sample(kernels, 8)
+  picks = rnd.sample(kernels, 10)
   ok = n = errs = 0
   for kname, ast in picks:
     for _ in range(6):
@@ -187,12 +192,20 @@ def test_random_opts(ren_name):
   print(f"random opts ({ren_name}): {ok}/{n} same ({errs} KernelOptError)")
   assert ok == n and 0 < errs < n
 
+def a_matmul():
+  """a corpus matmul kernel (with its reduce)"""
+  return next(a for k, a in captured("clang") if k.startswith("matmul/") and TgScheduler(a, ClangRenderer()).reduceop is not None)
+
 def test_tc_raises_without_tensor_cores():
-  kname, ast = next((k, a) for k, a in captured("clang") if k.startswith("matmul/"))
-  tk, ck = schedulers(ast, "clang")
-  for arg in [(-1, 0, 1), (0, 0, 1), (-1, 2, 2), (-1, 3, 1), (-1, 0, 0)]:
-    same, err = run_both(tk, ck, TgOpt(TgOptOps.TC, 0, arg))
-    assert same and err
+  """TC on a matmul, and on a kernel without a reduce: the same KernelOptError as tinygrad's"""
+  no_reduce = next(a for k, a in captured("clang") if TgScheduler(a, ClangRenderer()).reduceop is None)
+  for ast in (a_matmul(), no_reduce):
+    for arg in [(-1, 0, 1), (0, 0, 1), (-1, 2, 2), (-1, 3, 1), (-1, 0, 0), (-1, 1)]:
+      tk, ck = schedulers(ast, "clang")
+      same, err = run_both(tk, ck, TgOpt(TgOptOps.TC, 0, arg))
+      assert same and err
+    tk, ck = schedulers(ast, "clang")
+    assert run_both(tk, ck, TgOpt(TgOptOps.TC, None, (-1, 0, 1))) == (True, True)
 
 def test_remove_tags():
   rt = _C.native_rules()["postrange_remove_tags"]
@@ -204,10 +217,10 @@ def test_bad_input():
   kname, ast = captured("clang")[0]
   with pytest.raises(ValueError, match="SINK"): tinyc.Scheduler(from_tinygrad(ast).src[0], tinyc.ClangRenderer())
   with pytest.raises(TypeError): tinyc.Scheduler(ast, tinyc.ClangRenderer())   # a tinygrad UOp, not a tinyc one
-  kname, ast = next((k, a) for k, a in captured("clang") if k.startswith("matmul/"))
-  ck = tinyc.Scheduler(from_tinygrad(ast), tinyc.ClangRenderer())
+  ck = tinyc.Scheduler(from_tinygrad(a_matmul()), tinyc.ClangRenderer())
   with pytest.raises(tinyc.KernelOptError, match="invalid axis"): ck.apply_opt(tinyc.Opt(tinyc.OptOps.UPCAST, 99, 2))
   with pytest.raises(tinyc.KernelOptError): ck.apply_opt(tinyc.Opt(tinyc.OptOps.UNROLL, 99, 2))
   with pytest.raises(TypeError): ck.apply_opt("UPCAST")
   with pytest.raises(TypeError): _C.apply_opts(1, tinyc.ClangRenderer())
+  with pytest.raises(RuntimeError, match="no progress"): ck.copy().apply_opt(tinyc.Opt(tinyc.OptOps.UPCAST, 0, 1))   # tinygrad hangs
   assert ck.applied_opts == []

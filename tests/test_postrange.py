@@ -5,7 +5,7 @@ spy that stops the pipeline there), once for tinygrad's ClangRenderer (no locals
 (locals, so LOCAL/GROUP/GROUPTOP apply); tinyc gets the same kernels through the bridge and a renderer with the same
 attributes. Both Schedulers must agree on the axes, on every opt (the same AST after it, or KernelOptError from both)
 and on the optimized AST with its name."""
-import functools, random
+import functools, random, sys
 import pytest
 import tinyc
 from tinyc import _C
@@ -224,3 +224,31 @@ def test_bad_input():
   with pytest.raises(TypeError): _C.apply_opts(1, tinyc.ClangRenderer())
   with pytest.raises(RuntimeError, match="no progress"): ck.copy().apply_opt(tinyc.Opt(tinyc.OptOps.UPCAST, 0, 1))   # tinygrad hangs
   assert ck.applied_opts == []
+
+def test_memory_flat():
+  """repeated scheduling (opts, errors, copies, names) leaves no UOps and no references behind"""
+  import gc
+  cases = [(from_tinygrad(ast), [_to_tc_arg(o) for o in opts]) for _, ast, opts in heuristic_opts("cuda")[:30]]
+  ren = tc_renderer_like(RENDERERS["cuda"]())
+  bad = [tinyc.Opt(tinyc.OptOps.UPCAST, 0, 7), tinyc.Opt(tinyc.OptOps.PADTO, 0, 1000), tinyc.Opt(tinyc.OptOps.SWAP, 0, 99),
+         tinyc.Opt(tinyc.OptOps.TC, 0, (-1, 0, 1)), tinyc.Opt(tinyc.OptOps.UNROLL, 5, 0), tinyc.Opt(tinyc.OptOps.PADTO, 0, 32)]
+  def work():
+    for ast, opts in cases:
+      k = tinyc.Scheduler(ast, ren)
+      k.convert_loop_to_global()
+      for o in opts + bad:
+        try: k.copy().apply_opt(o)
+        except tinyc.KernelOptError: pass
+        try: k.apply_opt(o)
+        except tinyc.KernelOptError: pass
+      k.colored_shape(), k.output_shape, k.reduceop, k.bufs
+      k.get_optimized_ast()
+      _C.apply_opts(ast, ren)
+    tinyc.Scheduler.kernel_cnt.clear()
+  work()
+  gc.collect()
+  base, refs = _C._intern_count(), sys.gettotalrefcount() if hasattr(sys, "gettotalrefcount") else 0
+  for _ in range(3): work()
+  gc.collect()
+  assert _C._intern_count() == base
+  if refs: assert sys.gettotalrefcount() - refs < 100

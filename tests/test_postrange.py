@@ -252,3 +252,18 @@ def test_memory_flat():
   gc.collect()
   assert _C._intern_count() == base
   if refs: assert sys.gettotalrefcount() - refs < 100
+
+def test_odd_opts():
+  """axis None or negative, arg None or negative: tinyc fails (or not) the way tinygrad does"""
+  ok = n = 0
+  for ast in [a for _, a in captured("cuda")][:60:12]:
+    for op in TgOptOps:
+      if op is TgOptOps.TC: continue
+      for axis in (None, -1, -2):
+        for arg in (0, 2, -1, None):
+          tk, ck = schedulers(ast, "cuda")
+          same, _ = run_both(tk, ck, TgOpt(op, axis, arg))
+          n += 1
+          ok += same
+  print(f"odd opts: {ok}/{n}")
+  assert ok == n

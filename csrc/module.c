@@ -30,7 +30,14 @@ static int tinyc_init_rule_sets(PyObject *m) {
          tinyc_init_symbolic(m) < 0 || tinyc_init_symbolic_sym(m) < 0 || tinyc_init_decompositions(m) < 0 ||
          tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 || tinyc_init_codegen_simplify(m) < 0 ||
          tinyc_init_expander(m) < 0 || tinyc_init_rangeify(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
-         tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_program_spec(m) < 0 ? -1 : 0;
+         tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_program_spec(m) < 0 ||
+         tinyc_init_postrange(m) < 0 ? -1 : 0;
+}
+
+/* The device side, after the renderers (the CPU device holds a ClangRenderer). */
+static int tinyc_init_runtime(PyObject *m) {
+  return tinyc_init_diskcache(m) < 0 || tinyc_init_device(m) < 0 || tinyc_init_compiler_cpu(m) < 0 || tinyc_init_ops_cpu(m) < 0 ||
+         tinyc_init_realize(m) < 0 ? -1 : 0;
 }
 
 static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",

@@ -47,5 +47,6 @@ int tinyc_init_compiler_cpu(PyObject *m);
 int tinyc_init_ops_cpu(PyObject *m);
 int tinyc_init_realize(PyObject *m);
 int tinyc_init_program_spec(PyObject *m);
+int tinyc_init_postrange(PyObject *m);
 
 #endif

@@ -48,5 +48,6 @@ int tinyc_init_ops_cpu(PyObject *m);
 int tinyc_init_realize(PyObject *m);
 int tinyc_init_program_spec(PyObject *m);
 int tinyc_init_postrange(PyObject *m);
+int tinyc_init_codegen(PyObject *m);
 
 #endif

@@ -1,7 +1,7 @@
 /* tinygrad/codegen/late/devectorizer.py's rule sets, native: pm_add_loads, load_store_folding,
  * correct_load_store (split_load_store), load_store_indexing, devectorize, pm_render, pm_reduce and ReduceContext.
  * tinyc has no ImageDType, so the image-only branches of tinygrad's functions (and image_fixup) are left out. */
-#include "../../uop/native.h"
+#include "../codegen.h"
 #include <structmember.h>
 
 /* a copy of u with a new dtype and sources (tinygrad's u.replace(dtype=..., src=...)), tag kept */
@@ -513,6 +513,8 @@ static PyTypeObject ReduceContext_Type = {
   .tp_name = "tinyc.ReduceContext", .tp_basicsize = sizeof(ReduceContext), .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_new = PyType_GenericNew, .tp_init = (initproc)ReduceContext_init, .tp_members = ReduceContext_members,
 };
+
+PyObject *reduce_context_new(void) { return PyObject_CallNoArgs((PyObject *)&ReduceContext_Type); }
 
 /* the value a reduction of op starts from, as a constant of dt */
 static PyObject *identity_element(Op op, DType *dt) {

@@ -6,7 +6,7 @@
  * linearize ranks every node by an "ideal" key (how many times it runs, a per-op priority, then its
  * tuplize), then walks back from the sink with a max-heap on that rank, taking a node only once all of
  * its consumers are placed; the reversed walk is the program. */
-#include "../../uop/native.h"
+#include "../codegen.h"
 #include "../../helpers.h"
 
 static bool tuple_order = true;   /* tinygrad's TUPLE_ORDER (default 1): break ties by tuplize */
@@ -432,7 +432,7 @@ static int edges_from_siblings(PyObject *siblings, PyObject *deps, PyObject *edg
 }
 
 /* tinygrad's CFGContext(sink).edges: a new dict RANGE -> the END it must follow */
-static PyObject *cfg_edges(UOp *sink) {
+PyObject *cfg_edges(UOp *sink) {
   PyObject *nodes = uop_toposort_list(sink, NULL), *deps = PyDict_New(), *nesting = PyDict_New();
   PyObject *siblings = PyDict_New(), *edges = PyDict_New(), *end, *closer;
   int rc = nodes && deps && nesting && siblings && edges ? fill_deps_and_nesting(nodes, deps, nesting) : -1;
@@ -508,7 +508,7 @@ static bool spec_enabled = true;    /* tinygrad's SPEC (default 1): check the li
 static PyObject *type_verify_fn;    /* tinyc._C.type_verify (spec.c) */
 
 /* tinygrad's do_linearize(prg, sink): a new reference to prg with one more source, LINEAR of the lines */
-static UOp *do_linearize(UOp *prg, UOp *sink) {
+UOp *do_linearize(UOp *prg, UOp *sink) {
   PyObject *lines = linearize(sink), *cleaned = lines ? line_rewrite(lines, native_get("pm_linearize_cleanups")) : NULL;
   Py_XDECREF(lines);
   if (!cleaned) return NULL;

@@ -27,7 +27,7 @@ asan-test: deps
 	$(PYTHON) setup.py -q build_ext --inplace --force >/dev/null; exit $$rc
 
 demo: build
-	$(PYTHON) -m tinyc.demo
+	$(PYTHON) -m tinyc demo
 
 bench: build
 	$(PYTHON) bench/uop.py

@@ -1,10 +1,13 @@
-"""The codegen pipeline: tinyc against tinygrad 0.12.0 over the test corpus, side by side in one process.
+"""The codegen pipeline and the CPU device: tinyc against tinygrad 0.12.0 over the test corpus, side by side in one process.
 
   python bench/codegen.py [--quick]
 
-Per kernel AST (tests/corpus.py; each with the opts tinygrad's heuristics choose for it, passed to both):
-rewrite (full_rewrite_to_sink), linearize (do_linearize: linearize + IF/ENDIF cleanup + program_spec check) and
-render (the Clang renderer's render of the lines). Times are the best of 3 runs of the whole corpus, in ms per kernel.
+1. Per kernel AST (tests/corpus.py; each with the opts tinygrad's heuristics choose for it, passed to both):
+   rewrite (full_rewrite_to_sink), linearize (do_linearize: linearize + IF/ENDIF cleanup + program_spec check) and
+   render (the Clang renderer's render of the lines). Best of 3 runs of the whole corpus, in ms per kernel.
+2. Per kernel of a sample: compile (tinyc: clang to a shared object; tinygrad: clang to an object + its ELF loader),
+   compile_cached on a cache hit (both SQLite), launch overhead of a CompiledRunner call (no wait), and the
+   kernel's run time (wait=True, best of 5) on the same source.
 """
 import gc, pathlib, sys, time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -72,5 +75,42 @@ def main():
   a, b = sum(best["tinygrad"][0]) / n * 1e3, sum(best["tinyc"][0]) / n * 1e3
   print(f"{'all three':<12}{a:>10.3f}{b:>10.3f}{a / b:>8.1f}x")
 
+def device_stages():
+  import numpy as np
+  from tinygrad.device import Device as TgDevice, Buffer as TgBuffer
+  from tinygrad.engine.realize import CompiledRunner as TgCompiledRunner
+  from tinygrad.dtype import _to_np_dtype
+  from tinyc.codegen import get_program
+  tg_dev, tc_dev = TgDevice["CPU"], tinyc.Device["CPU"]
+  sample = [(n, a) for n, a in corpus.kernel_asts() if "bfloat16" not in n][:: 4 if QUICK else 2]
+  tot = {k: [0.0, 0.0] for k in ("compile", "cache hit", "launch", "run")}
+  for _, ast in sample:
+    tg_p = tg_get_program(ast, tg_dev.renderer)
+    tc_p = get_program(from_tinygrad(ast), tc_dev.renderer, opts=tc_opts(tg_p.applied_opts))
+    for i, (comp, src) in enumerate(((tg_dev.compiler, tg_p.src), (tc_dev.compiler, tc_p.src))):
+      t0 = time.perf_counter(); comp.compile(src); tot["compile"][i] += time.perf_counter() - t0
+      comp.compile_cached(src)
+      t0 = time.perf_counter(); comp.compile_cached(src); tot["cache hit"][i] += time.perf_counter() - t0
+    glbls = sorted({u.arg: u for u in tg_p.uops if u.op is TgOps.DEFINE_GLOBAL}.items())
+    var_vals = {v.arg[0]: (v.arg[1] + v.arg[2]) // 2 for v in tg_p.vars}
+    tg_bufs = [TgBuffer("CPU", u.dtype.size, u.dtype.base).allocate() for _, u in glbls]
+    tc_bufs = [tinyc.Buffer("CPU", u.dtype.size, getattr(tinyc.dtypes, u.dtype.base.name)).allocate() for _, u in glbls]
+    for tb, cb in zip(tg_bufs, tc_bufs):
+      data = np.zeros(tb.size, _to_np_dtype(tb.dtype))
+      tb.copyin(memoryview(data).cast("B")); cb.copyin(memoryview(data).cast("B"))
+    tg_r, tc_r = TgCompiledRunner(tg_p), tinyc.CompiledRunner(tc_p)
+    for i, (r, bufs) in enumerate(((tg_r, tg_bufs), (tc_r, tc_bufs))):
+      r(bufs, var_vals, wait=True)
+      t0 = time.perf_counter()
+      for _ in range(20): r(bufs, var_vals)
+      tot["launch"][i] += (time.perf_counter() - t0) / 20
+      tot["run"][i] += min(r(bufs, var_vals, wait=True) for _ in range(5))
+    tg_dev.synchronize()
+  n = len(sample)
+  print(f"\nCPU device over {n} corpus kernels (tinygrad's heuristic opts, the same source in both), ms per kernel")
+  print(f"{'stage':<12}{'tinygrad':>10}{'tinyc':>10}{'ratio':>9}")
+  for k, (a, b) in tot.items(): print(f"{k:<12}{a / n * 1e3:>10.4f}{b / n * 1e3:>10.4f}{a / b:>8.2f}x")
+
 if __name__ == "__main__":
   main()
+  device_stages()

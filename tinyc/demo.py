@@ -1,94 +1,120 @@
-"""`make demo`: build a matmul kernel AST by hand with tinyc, show it with the bounds of its index
-expressions, check it against the same AST built by tinygrad 0.12.0, and time UOp creation in both.
+"""`make demo` (python -m tinyc demo): tinyc's main job, end to end, without tinygrad.
 
-(The compile-and-run pipeline arrives with later issues; this is the UOp core's part of the job.)
-"""
-import time
-from tinyc import UOp, Ops, dtypes, AxisType, KernelInfo
+Kernel ASTs for a matmul, a softmax (three kernels, as tinygrad's scheduler splits it), a reduction and an
+elementwise chain are built by hand with tinyc's UOps, written the way tinygrad 0.12.0's scheduler writes them.
+Each goes through the C pipeline (rewrite, linearize, render), is compiled by clang, run on the CPU on random
+inputs and checked against numpy; the time of every stage is printed. Then a compiled runner is pickled and
+run from the bytes alone, without a compiler."""
+import pickle, time
+import numpy as np
+from tinyc import UOp, Ops, dtypes, AxisType, Opt, OptOps, KernelInfo, Device, Buffer, CompiledRunner, ProgramSpec
+from tinyc import _C
 
-N = 16
+def glb(i, n): return UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(n), arg=i)
+def idx(n): return UOp.const(dtypes.index, n)
 
-def matmul_ast(U, O, dt, AT, KI, n=N):
-  """C[i, j] = sum_k A[i, k] * B[k, j], written the way tinygrad 0.12.0's scheduler writes kernel ASTs."""
-  c, a, b = (U(O.DEFINE_GLOBAL, dt.float.ptr(n * n), arg=i) for i in range(3))
-  size = U.const(dt.index, n)
-  i, j, k = U.range(size, 1, AT.LOOP), U.range(size, 2, AT.LOOP), U.range(size, 0, AT.REDUCE)
-  a_k = a.index(i * size + k)
-  b_k = b.index(k * size + j)
-  acc = (a_k * b_k).reduce(k, arg=O.ADD)
-  store = c.index(i * size + j, ptr=True).store(acc)
-  return U.sink(store.end(i, j), arg=KI(name=f"matmul{n}", axis_types=(AT.LOOP, AT.LOOP, AT.REDUCE)))
+def matmul(n, m, k):
+  """C[i, j] = sum_r A[i, r] * B[r, j]"""
+  c, a, b = glb(0, n * m), glb(1, n * k), glb(2, k * m)
+  i, j, r = UOp.range(idx(n), 1, AxisType.LOOP), UOp.range(idx(m), 2, AxisType.LOOP), UOp.range(idx(k), 0, AxisType.REDUCE)
+  acc = (a.index(i * idx(k) + r) * b.index(r * idx(m) + j)).reduce(r, arg=Ops.ADD)
+  return UOp.sink(c.index(i * idx(m) + j, ptr=True).store(acc).end(i, j))
 
-def show_index_bounds(ast):
-  print("index expressions and their bounds (vmin..vmax):")
-  for u in ast.toposort():
-    if u.op is Ops.INDEX:
-      idx = u.src[1]
-      print(f"  buffer {u.src[0].arg}: {idx.op} over {len([x for x in idx.toposort() if x.op is Ops.RANGE])} ranges"
-            f"  -> [{idx.vmin}, {idx.vmax}]  (buffer holds {u.src[0].dtype.size})")
+def row_reduce(n, m, op):
+  """out[i] = reduce_j x[i, j] with op (ADD or MAX)"""
+  out, x = glb(0, n), glb(1, n * m)
+  i, j = UOp.range(idx(n), 1, AxisType.LOOP), UOp.range(idx(m), 0, AxisType.REDUCE)
+  return UOp.sink(out.index(i, ptr=True).store(x.index(i * idx(m) + j).reduce(j, arg=op)).end(i))
 
-def time_per_call(fn, n):
-  best = float("inf")
-  for _ in range(5):
-    t0 = time.perf_counter(); fn(n); best = min(best, time.perf_counter() - t0)
-  return best / n
+LOG2_E = 1.4426950408889634
 
-def creation_speed():
-  try:
-    from tinygrad.uop.ops import UOp as TgUOp, AxisType as TgAxisType, KernelInfo as TgKernelInfo
-    from tinygrad.uop import Ops as TgOps
-    from tinygrad.dtype import dtypes as tg_dtypes
-  except ImportError:
-    print("tinygrad is not installed: skipping the comparison (make demo installs it)")
-    return
-  from tinyc.tinygrad import from_tinygrad
-  tg_ast = matmul_ast(TgUOp, TgOps, tg_dtypes, TgAxisType, TgKernelInfo)
-  tc_ast = matmul_ast(UOp, Ops, dtypes, AxisType, KernelInfo)
-  same = from_tinygrad(tg_ast) is tc_ast and repr(tg_ast) == repr(tc_ast) and tg_ast.key == tc_ast.key
-  print(f"same AST as tinygrad 0.12.0 builds (identity through the bridge, repr, key): {same}")
-  if not same: raise SystemExit("demo: tinyc and tinygrad disagree on the matmul AST")
-  print("UOp creation, per call (best of 5):")
-  for label, tc, tg in (("new nodes: a chain x = x + 1", UOp, TgUOp),):
-    def chain(U, dt):
-      def run(n):
-        x = U.variable("x", 0, 10)
-        for _ in range(n): x = x + 1
-      return run
-    t_tc, t_tg = time_per_call(chain(tc, dtypes), 2000), time_per_call(chain(tg, tg_dtypes), 2000)
-    print(f"  {label:34s} tinyc {t_tc*1e9:8.0f} ns   tinygrad {t_tg*1e9:8.0f} ns   {t_tg/t_tc:6.1f}x")
-  t_tc = time_per_call(lambda n: [matmul_ast(UOp, Ops, dtypes, AxisType, KernelInfo, 8 + i) for i in range(n)], 200)
-  t_tg = time_per_call(lambda n: [matmul_ast(TgUOp, TgOps, tg_dtypes, TgAxisType, TgKernelInfo, 8 + i) for i in range(n)], 200)
-  print(f"  {'a whole matmul AST (new sizes)':34s} tinyc {t_tc*1e6:8.1f} us   tinygrad {t_tg*1e6:8.1f} us   {t_tg/t_tc:6.1f}x")
+def softmax(n, m):
+  """three kernels: row max; row sum of exp(x - max); exp(x - max) / sum"""
+  out, x, mx = glb(0, n), glb(1, n * m), glb(2, n)
+  i, j = UOp.range(idx(n), 1, AxisType.LOOP), UOp.range(idx(m), 0, AxisType.REDUCE)
+  shifted = lambda at: ((x.index(at) + mx.index(i) * -1.0) * LOG2_E).exp2()
+  total = UOp.sink(out.index(i, ptr=True).store(shifted(i * idx(m) + j).reduce(j, arg=Ops.ADD)).end(i))
+  out2, sm = glb(0, n * m), glb(3, n)
+  i2, j2 = UOp.range(idx(n), 0, AxisType.LOOP), UOp.range(idx(m), 1, AxisType.LOOP)
+  at = i2 * idx(m) + j2
+  e = ((x.index(at) + mx.index(i2) * -1.0) * LOG2_E).exp2()
+  norm = UOp.sink(out2.index(at, ptr=True).store(e * sm.index(i2).reciprocal()).end(i2, j2))
+  return row_reduce(n, m, Ops.MAX), total, norm
 
-def simplify_speed():
-  """simplify() of index expressions like the ones codegen folds, in both libraries: same result, and the time"""
-  try:
-    from tinygrad.uop.ops import UOp as TgUOp
-    from tinygrad.dtype import dtypes as tg_dtypes
-  except ImportError: return
-  from tinyc.tinygrad import from_tinygrad
-  def exprs(U, dt):
-    r = [U.range(U.const(dt.index, n), i) for i, n in enumerate((16, 4, 8))]
-    g = U.variable("gidx", 0, 31)
-    return [((g * 16 + r[0]) % 16 + (g * 16 + r[0]) // 16 * 16) * 4 + r[1], (r[0] * 4 + r[1]) // 4 + (r[2] * 2) % 16 // 2,
-            ((r[0] + 1) * 8 + r[2]) // 8 - 1, ((g < 16) & (r[1] < 4)).where(g * 64 + r[0] * 4 + r[1], 0)]
-  tc, tg = exprs(UOp, dtypes), exprs(TgUOp, tg_dtypes)
-  same = all(from_tinygrad(t.simplify()) is c.simplify() for t, c in zip(tg, tc))
-  t_tc = time_per_call(lambda n: [e.simplify() for _ in range(n) for e in exprs(UOp, dtypes)], 50)
-  t_tg = time_per_call(lambda n: [e.simplify() for _ in range(n) for e in exprs(TgUOp, tg_dtypes)], 50)
-  print(f"simplify() of 4 index expressions (built fresh each time): same result as tinygrad: {same}")
-  print(f"  {'build + simplify':34s} tinyc {t_tc*1e6:8.1f} us   tinygrad {t_tg*1e6:8.1f} us   {t_tg/t_tc:6.1f}x")
-  for t, c in zip(tg, tc): print(f"  {t.render(simplify=False)[:60]:60s} -> {c.simplify().render(simplify=False)}")
+def elementwise(n):
+  """out = relu(a * b + 1) / (1 + exp(-a)) with a where on the sign of b"""
+  out, a, b = glb(0, n), glb(1, n), glb(2, n)
+  i = UOp.range(idx(n), 0, AxisType.LOOP)
+  va, vb = a.index(i), b.index(i)
+  sig = ((va * -LOG2_E).exp2() + 1.0).reciprocal()
+  val = (vb < 0.5).where((va * vb + 1.0).maximum(0.0), va.sqrt()) * sig
+  return UOp.sink(out.index(i, ptr=True).store(val).end(i))
+
+STAGES = ("rewrite", "linearize", "render", "compile", "run")
+
+def timed(times, stage, fn, *args):
+  t0 = time.perf_counter(); ret = fn(*args); times[stage] = times.get(stage, 0.0) + time.perf_counter() - t0
+  return ret
+
+def compile_kernel(ast, dev, times, opts=()):
+  """AST -> ProgramSpec with lib, one stage at a time (tinyc.codegen.get_program does the same in one call)"""
+  ren = dev.renderer
+  ast = ast.replace(arg=KernelInfo(opts_to_apply=tuple(opts)))
+  sink = timed(times, "rewrite", _C.full_rewrite_to_sink, ast, ren)
+  prg = timed(times, "linearize", _C.do_linearize, UOp(Ops.PROGRAM, src=(sink, UOp(Ops.DEVICE, arg=dev.device))), sink)
+  src = timed(times, "render", ren.render, list(prg.src[-1].src))
+  lib = timed(times, "compile", dev.compiler.compile_cached, src)
+  return ProgramSpec.from_uop(UOp(Ops.PROGRAM, src=(*prg.src, UOp(Ops.SOURCE, arg=src), UOp(Ops.BINARY, arg=lib))))
+
+def run(p, arrays, times):
+  """run the program on numpy arrays (in the order of the kernel's buffers); returns buffer 0"""
+  bufs = [Buffer.from_numpy(a) for a in arrays]
+  times["run"] = times.get("run", 0.0) + CompiledRunner(p)(bufs, {}, True)
+  return bufs[0].numpy()
 
 def main():
-  t0 = time.perf_counter()
-  ast = matmul_ast(UOp, Ops, dtypes, AxisType, KernelInfo)
-  t_build = time.perf_counter() - t0
-  print(ast)
-  print(f"\n{len(ast.toposort())} nodes, built in {t_build*1e6:.0f} us; key {ast.key.hex()[:16]}...")
-  show_index_bounds(ast)
-  creation_speed()
-  simplify_speed()
+  dev = Device["CPU"]
+  rng = np.random.default_rng(0)
+  f32 = lambda *s: rng.random(s, dtype=np.float32)
+  zeros = lambda n: np.zeros(n, np.float32)
+  rows = []   # (name, {stage: seconds}, result, expected)
+  A, B = f32(64, 48), f32(48, 32)
+  for opts in ((), (Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 0, 4))):
+    t = {}
+    p = compile_kernel(matmul(64, 32, 48), dev, t, opts)
+    rows.append((f"matmul 64x48@48x32{' +opts' if opts else ''}", t, run(p, [zeros(64 * 32), A, B], t).reshape(64, 32), A @ B))
+  X, t = f32(16, 100), {}
+  p = compile_kernel(row_reduce(16, 100, Ops.ADD), dev, t)
+  rows.append(("row sum 16x100", t, run(p, [zeros(16), X], t), X.sum(1)))
+  t = {}
+  k_max, k_sum, k_norm = (compile_kernel(k, dev, t) for k in softmax(16, 100))
+  mx = run(k_max, [zeros(16), X], t)
+  sm = run(k_sum, [zeros(16), X, mx], t)
+  ref = np.exp(X - X.max(1, keepdims=True))
+  rows.append(("softmax 16x100 (3 kernels)", t, run(k_norm, [zeros(1600), X, mx, sm], t).reshape(16, 100), ref / ref.sum(1, keepdims=True)))
+  a, b, t = f32(1000), f32(1000), {}
+  p = compile_kernel(elementwise(1000), dev, t)
+  ref = np.where(b < 0.5, np.maximum(a * b + 1, 0), np.sqrt(a)) / (1 + np.exp(-a))
+  rows.append(("elementwise chain 1000", t, run(p, [zeros(1000), a, b], t), ref))
+
+  print("tinyc demo: kernel ASTs built by hand -> C pipeline -> clang -> run on the CPU -> checked against numpy")
+  print(f"  {'kernel':28s}{'max err':>10s}  " + "".join(f"{s + ' ms':>13s}" for s in STAGES))
+  ok = True
+  for name, t, got, want in rows:
+    err = float(np.max(np.abs(got - want)))
+    ok &= err < 1e-4
+    print(f"  {name:28s}{err:>10.1e}  " + "".join(f"{t.get(s, 0.0) * 1e3:>13.3f}" for s in STAGES) + ("" if err < 1e-4 else "  WRONG"))
+  st = _C.compile_stats()
+  print(f"compile cache: {st['cache_hits']} hits, {st['cache_misses']} misses, {st['clang_runs']} clang runs "
+        f"(a second `make demo` compiles nothing: the SQLite cache has the libraries)")
+  # a compiled runner pickles with its machine code: the bytes alone run it, no compiler involved
+  blob = pickle.dumps(CompiledRunner(p))
+  before = _C.compile_stats()["compiles"]
+  bufs = [Buffer.from_numpy(x) for x in (zeros(1000), a, b)]
+  pickle.loads(blob)(bufs, {}, True)
+  same = bool(np.allclose(bufs[0].numpy(), ref, atol=1e-4)) and _C.compile_stats()["compiles"] == before
+  print(f"a pickled CompiledRunner ({len(blob)} bytes) ran from its bytes, without compiling: {same}")
+  if not (ok and same): raise SystemExit("demo: a kernel gave a wrong result")
 
 if __name__ == "__main__":
   main()

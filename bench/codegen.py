@@ -4,12 +4,13 @@
 
 1. Per kernel AST (tests/corpus.py; each with the opts tinygrad's heuristics choose for it, passed to both):
    rewrite (full_rewrite_to_sink), linearize (do_linearize: linearize + IF/ENDIF cleanup + program_spec check) and
-   render (the Clang renderer's render of the lines). Best of 3 runs of the whole corpus, in ms per kernel.
+   render (the Clang renderer's render of the lines). Best of 3 runs of the whole corpus on freshly unpickled ASTs,
+   in ms per kernel; the cycle collector is paused in both while timing.
 2. Per kernel of a sample: compile (tinyc: clang to a shared object; tinygrad: clang to an object + its ELF loader),
    compile_cached on a cache hit (both SQLite), launch overhead of a CompiledRunner call (no wait), and the
    kernel's run time (wait=True, best of 5) on the same source.
 """
-import gc, pathlib, sys, time
+import gc, pathlib, pickle, re, sys, time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 import corpus
@@ -26,13 +27,14 @@ REPEAT = 1 if QUICK else 3
 def tc_opts(opts): return tuple(tinyc.Opt(getattr(tinyc.OptOps, o.op.name), o.axis, o.arg) for o in opts)
 
 def kernels():
-  """(tinygrad AST, tinyc AST), each carrying the opts tinygrad's heuristics pick"""
+  """(tinygrad AST, tinyc AST), each carrying the opts tinygrad's heuristics pick, pickled: every run unpickles fresh
+  nodes, so neither library starts from what an earlier run cached on the nodes"""
   out, ren = [], TgClangRenderer()
   asts = corpus.kernel_asts()[: 30 if QUICK else None]
   for _, ast in asts:
     opts = tg_get_program(ast, ren).applied_opts
     out.append((ast.replace(arg=TgKernelInfo(opts_to_apply=opts)), from_tinygrad(ast).replace(arg=tinyc.KernelInfo(opts_to_apply=tc_opts(opts)))))
-  return out
+  return pickle.dumps(out)
 
 def stages(lib, ast):
   """seconds spent in rewrite, linearize, render for one kernel"""
@@ -52,10 +54,11 @@ def stages(lib, ast):
 TG_REN, TC_REN = TgClangRenderer(), tinyc.ClangRenderer()
 
 def main():
-  ks = kernels()
+  blob = kernels()
   best = {}
   for lib in ("tinygrad", "tinyc"):
     for _ in range(REPEAT):
+      ks = pickle.loads(blob)
       gc.collect(); gc.disable()
       tot, srcs = [0.0, 0.0, 0.0], []
       for tg_ast, tc_ast in ks:
@@ -65,7 +68,8 @@ def main():
       gc.enable()
       if lib not in best or sum(tot) < sum(best[lib][0]): best[lib] = (tot, srcs)
   n = len(ks)
-  strip = lambda s: s.split("(", 1)[1]   # the kernel name carries tinygrad's per-process counter
+  del ks
+  strip = lambda s: re.sub(r"(void \w+?)n\d+\(", r"\1(", s)   # tinygrad's kernel names carry a per-process counter
   same = sum(strip(a) == strip(b) for a, b in zip(best["tinygrad"][1], best["tinyc"][1]))
   print(f"codegen over {n} corpus kernels (tinygrad's heuristic opts), ms per kernel, best of {REPEAT}; identical source {same}/{n}")
   print(f"{'stage':<12}{'tinygrad':>10}{'tinyc':>10}{'ratio':>9}")
@@ -94,7 +98,7 @@ def device_stages():
     glbls = sorted({u.arg: u for u in tg_p.uops if u.op is TgOps.DEFINE_GLOBAL}.items())
     var_vals = {v.arg[0]: (v.arg[1] + v.arg[2]) // 2 for v in tg_p.vars}
     tg_bufs = [TgBuffer("CPU", u.dtype.size, u.dtype.base).allocate() for _, u in glbls]
-    tc_bufs = [tinyc.Buffer("CPU", u.dtype.size, getattr(tinyc.dtypes, u.dtype.base.name)).allocate() for _, u in glbls]
+    tc_bufs = [tinyc.Buffer("CPU", u.dtype.size, from_tinygrad(u).dtype.base).allocate() for _, u in glbls]
     for tb, cb in zip(tg_bufs, tc_bufs):
       data = np.zeros(tb.size, _to_np_dtype(tb.dtype))
       tb.copyin(memoryview(data).cast("B")); cb.copyin(memoryview(data).cast("B"))

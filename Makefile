@@ -1,7 +1,7 @@
 # The two commands of README.md: `make demo` (the main job) and `make test` (the suite).
 # Each installs what is missing, builds the extension, then runs.
 PYTHON ?= python3
-APT_PACKAGES := gcc make clang libsqlite3-dev
+APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev
 SAN_LIBS = $(shell gcc -print-file-name=libasan.so):$(shell gcc -print-file-name=libubsan.so)
 
 .PHONY: deps build test asan-test demo bench clean

@@ -14,5 +14,5 @@ if os.environ.get("TINYC_SANITIZE"):
   cflags, ldflags = cflags + san + ["-O1"], ldflags + san
 
 setup(ext_modules=[Extension("tinyc._C", sources=sources, depends=headers, extra_compile_args=cflags,
-                             extra_link_args=ldflags, libraries=["dl", "sqlite3", "pthread"],
+                             extra_link_args=ldflags, libraries=["dl", "sqlite3", "z", "pthread"],
                              include_dirs=[numpy.get_include()])])

@@ -11,6 +11,7 @@
  * SQLite calls run without the GIL, under one mutex (the connection is shared by all threads). */
 #include "diskcache.h"
 #include <sqlite3.h>
+#include <zlib.h>
 #include <pthread.h>
 #include <errno.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#define DISKCACHE_VERSION 1
+#define DISKCACHE_VERSION 2   /* 2: CRC-32 row checksums */
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static sqlite3 *cache_db;         /* open connection, or NULL */
@@ -110,13 +111,11 @@ static void rebuild_db(void) {
 }
 
 /* 64-bit FNV-1a over key, a separator and value: detects rows damaged on disk */
+/* a row's checksum: zlib's CRC-32 of key, then value, with the value's length (a damaged row is recompiled) */
 static sqlite3_int64 row_checksum(const char *key, Py_ssize_t keylen, const char *val, Py_ssize_t vallen) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (Py_ssize_t i = 0; i < keylen; i++) h = (h ^ (uint8_t)key[i]) * 0x100000001b3ULL;
-  h = (h ^ 0xff) * 0x100000001b3ULL;
-  for (Py_ssize_t i = 0; i < vallen; i++) h = (h ^ (uint8_t)val[i]) * 0x100000001b3ULL;
-  h ^= (uint64_t)vallen;
-  return (sqlite3_int64)h;
+  uLong crc = crc32_z(0L, (const Bytef *)key, (z_size_t)keylen);
+  crc = crc32_z(crc, (const Bytef *)val, (z_size_t)vallen);
+  return (sqlite3_int64)(((uint64_t)vallen << 32) | crc);
 }
 
 /* "<table>_<VERSION>" as a quoted SQL identifier (embedded quotes doubled); malloc'd */

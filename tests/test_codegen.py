@@ -93,18 +93,22 @@ def random_opts(rng, ast_len):
   ops = [TgOptOps.UPCAST, TgOptOps.UNROLL, TgOptOps.LOCAL, TgOptOps.GROUP, TgOptOps.GROUPTOP, TgOptOps.PADTO,
          TgOptOps.SWAP, TgOptOps.NOLOCALS, TgOptOps.THREAD]
   out = []
-  for _ in range(rng.randint(1, 3)):
-    op = rng.choice(ops)
-    out.append(TgOpt(op, None if op is TgOptOps.NOLOCALS else rng.randint(0, ast_len), rng.choice([0, 2, 3, 4, 8, 16, 32])))
+  for _ in range(rng.randint(1, 2)):
+    # mostly small axes and sizes that divide (so many sequences apply), sometimes ones that cannot
+    op = rng.choice(ops[:2] * 4 + [TgOptOps.THREAD, TgOptOps.PADTO, TgOptOps.NOLOCALS] * 2 + ops[2:])
+    axis = None if op is TgOptOps.NOLOCALS else rng.choice([0, 0, 1, 1, 2, ast_len])
+    sizes = {TgOptOps.PADTO: [8, 16, 32], TgOptOps.THREAD: [2, 2, 3]}.get(op, [0, 2, 2, 4, 4, 3, 8, 32])
+    out.append(TgOpt(op, axis, rng.choice(sizes)))
   return tuple(out)
 
 def test_random_opts_raise_where_tinygrad_raises():
   rng = random.Random(7)
-  asts = [ast for name, ast in corpus.kernel_asts() if name.split("/")[0] in ("matmul", "sum", "softmax", "conv2d", "cumsum", "symbolic_sum")]
+  asts = [ast for name, ast in corpus.kernel_asts() if name.split("/")[0] in ("matmul", "sum", "softmax", "conv2d", "cumsum", "symbolic_sum")
+          and not any(u.op is TgOps.THREEFRY for u in ast.toposort()) and sum(u.op is TgOps.RANGE for u in ast.toposort()) >= 2]
   same = raised = 0
   cases = 0
   for ast in asts:
-    for _ in range(12):
+    for _ in range(24):
       opts = random_opts(rng, 3)
       cases += 1
       try: tg, tg_err = tg_get_program(ast, TG_REN, opts=opts), None
@@ -115,7 +119,7 @@ def test_random_opts_raise_where_tinygrad_raises():
       if tg_err is not None: same += tc_err is not None and type(tc_err).__name__ == type(tg_err).__name__
       else: same += tc is not None and same_source(tg, tc)
   print(f"\nrandom opts: {same}/{cases} same ({raised} raise KernelOptError)")
-  assert same == cases and 0 < raised < cases
+  assert same == cases and cases * 0.2 < raised < cases * 0.8
 
 ENV_SCRIPT = """
 import sys; sys.path.insert(0, {tests!r})

@@ -123,7 +123,7 @@ def corpus_runs():
 
 def test_corpus_compiles_and_runs_as_tinygrad(corpus_runs):
   t0, s0 = time.perf_counter(), stats()
-  ok, failed, bf16 = {m: 0 for m in MODES}, [], []
+  ok, failed, bf16, bitwise = {m: 0 for m in MODES}, [], [], 0
   for (name, mode), (ast, tg, tc, _) in corpus_runs.items():
     if isinstance(tg, Exception) or isinstance(tc, Exception):
       # the only kernels that cannot compile: bfloat16 ones (clang 14 has no __bf16 on x86), for tinygrad as for tinyc
@@ -134,11 +134,13 @@ def test_corpus_compiles_and_runs_as_tinygrad(corpus_runs):
     assert tc.lib is not None and tc.lib[:4] == b"\x7fELF" and tg.lib is not None
     assert tc.globals == tg.globals and tc.outs == tg.outs and tc.ins == tg.ins and len(tc.vars) == len(tg.vars)
     init = inputs_for(tg)
-    err = same_outputs(tg, run_tinyc(CompiledRunner(tc), tg, init), run_tinygrad(tg, init), f"{name} {mode}")
+    ours, theirs = run_tinyc(CompiledRunner(tc), tg, init), run_tinygrad(tg, init)
+    err = same_outputs(tg, ours, theirs, f"{name} {mode}")
     if err: failed.append(err)
-    else: ok[mode] += 1
+    else: ok[mode], bitwise = ok[mode] + 1, bitwise + (ours == theirs)
   n = len(kernel_asts())
   for m in MODES: print(f"\ncorpus run by tinyc == tinygrad ({m}): {ok[m]}/{n}", end="")
+  print(f"\nof them bit for bit the same: {bitwise}/{sum(ok.values())}", end="")
   compile_time = sum(t for *_, t in corpus_runs.values())
   print(f"\nbfloat16 kernels that compile for neither: {len(bf16)} {sorted(set(k for k, _ in bf16))}; "
         f"tinyc get_program+compile (cold cache) {compile_time:.1f}s, runs {time.perf_counter() - t0:.1f}s")
@@ -339,7 +341,7 @@ def test_corrupt_pickles_raise_never_crash(sym_runner, tmp_path):
                          cwd=os.path.dirname(os.path.dirname(tinyc.__file__)))
     assert res.returncode == 0, f"{what}: the child died ({res.returncode}): {res.stderr[-2000:]}"
     n, out = json.loads(res.stdout.strip().splitlines()[-1])
-    print(f"\ncorrupt {what} pickles ({len(blob)} bytes, {n} flipped bytes + truncations, {time.perf_counter() - t0:.1f}s): {out}")
+    print(f"\ncorrupt {what} pickles ({len(blob)} bytes, {n} flipped bytes, 150 truncations, {time.perf_counter() - t0:.1f}s): {out}")
     assert "loaded something else" not in out
     assert out.get("loaded unchanged", 0) <= 4           # only flips pickle ignores (a memo slot number)
     assert out.get("ValueError", 0) > n // 2              # the checksum catches the payload's damage

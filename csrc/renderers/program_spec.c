@@ -611,10 +611,47 @@ end:
   return ret;
 }
 
+/* 64-bit FNV-1a: any one changed byte changes it (each step is a bijection of the running hash) */
+static unsigned long long ps_checksum(const char *data, Py_ssize_t n) {
+  unsigned long long h = 0xcbf29ce484222325ULL;
+  for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)data[i]) * 0x100000001b3ULL;
+  return h ^ (unsigned long long)n;
+}
+
+/* Pickled as ProgramSpec._from_pickle(payload, checksum): the fields pickled on their own, with a checksum over them.
+ * A spec carries machine code (lib) and the launch sizes it is run with; a pickle damaged in transit or on disk must
+ * not reach dlopen or a launch (a damaged ELF can crash the loader, a damaged global_size runs threads out of
+ * bounds), so it fails the checksum and raises instead. */
 static PyObject *ProgramSpec_reduce(ProgramSpecObject *self, PyObject *unused) {
   UNUSED(unused);
-  PyObject *fields = ps_tuple(self);
-  return fields ? Py_BuildValue("(ON)", (PyObject *)Py_TYPE(self), fields) : NULL;
+  PyObject *fields = ps_tuple(self), *pickle = fields ? PyImport_ImportModule("pickle") : NULL, *ret = NULL;
+  PyObject *payload = pickle ? PyObject_CallMethod(pickle, "dumps", "(O)", fields) : NULL;
+  if (payload && !PyBytes_Check(payload)) PyErr_SetString(PyExc_TypeError, "pickle.dumps did not return bytes");
+  else if (payload)
+    ret = Py_BuildValue("(N(OK))", PyObject_GetAttrString((PyObject *)Py_TYPE(self), "_from_pickle"), payload,
+                        ps_checksum(PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload)));
+  Py_XDECREF(fields); Py_XDECREF(pickle); Py_XDECREF(payload);
+  return ret;
+}
+
+static PyObject *ProgramSpec_from_pickle(PyObject *cls, PyObject *args) {
+  PyObject *payload, *checksum;
+  if (!PyArg_ParseTuple(args, "O!O!:_from_pickle", &PyBytes_Type, &payload, &PyLong_Type, &checksum)) return NULL;
+  unsigned long long want = PyLong_AsUnsignedLongLong(checksum);
+  if (want == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return PyErr_Format(PyExc_ValueError, "corrupt ProgramSpec pickle: the checksum is no 64-bit number");
+  }
+  if (ps_checksum(PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload)) != want)
+    return PyErr_Format(PyExc_ValueError, "corrupt ProgramSpec pickle: its %zd bytes of fields fail their checksum",
+                        PyBytes_GET_SIZE(payload));
+  PyObject *pickle = PyImport_ImportModule("pickle"), *fields = pickle ? PyObject_CallMethod(pickle, "loads", "(O)", payload) : NULL;
+  PyObject *ret = NULL;
+  if (fields && (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != PS_NFIELDS))
+    PyErr_Format(PyExc_TypeError, "ProgramSpec pickle: the fields are no tuple of %d", PS_NFIELDS);
+  else if (fields) ret = PyObject_Call(cls, fields, NULL);
+  Py_XDECREF(pickle); Py_XDECREF(fields);
+  return ret;
 }
 
 static PyObject *ProgramSpec_replace(PyObject *self, PyObject *args, PyObject *kw) {
@@ -630,6 +667,8 @@ static PyMethodDef ProgramSpec_methods[] = {
    "A new ProgramSpec with the given fields changed, as dataclasses.replace."},
   {"__replace__", (PyCFunction)(void (*)(void))ProgramSpec_replace, METH_VARARGS | METH_KEYWORDS, NULL},
   {"__reduce__", (PyCFunction)ProgramSpec_reduce, METH_NOARGS, NULL},
+  {"_from_pickle", (PyCFunction)ProgramSpec_from_pickle, METH_VARARGS | METH_CLASS,
+   "_from_pickle(payload, checksum): unpickle, refusing fields whose checksum fails (ValueError)."},
   {NULL, NULL, 0, NULL}
 };
 

@@ -9,6 +9,7 @@
 #include "../uop/native.h"
 #include "../codegen/opt/opt.h"
 #include <structmember.h>
+#include <zlib.h>
 
 /* ==================== Estimates ==================== */
 
@@ -611,11 +612,9 @@ end:
   return ret;
 }
 
-/* 64-bit FNV-1a: any one changed byte changes it (each step is a bijection of the running hash) */
+/* zlib's CRC-32 of the bytes, with their length: it catches every burst of damage up to 32 bits long */
 static unsigned long long ps_checksum(const char *data, Py_ssize_t n) {
-  unsigned long long h = 0xcbf29ce484222325ULL;
-  for (Py_ssize_t i = 0; i < n; i++) h = (h ^ (unsigned char)data[i]) * 0x100000001b3ULL;
-  return h ^ (unsigned long long)n;
+  return ((unsigned long long)n << 32) | crc32_z(0L, (const Bytef *)data, (z_size_t)n);
 }
 
 /* Pickled as ProgramSpec._from_pickle(payload, checksum): the fields pickled on their own, with a checksum over them.

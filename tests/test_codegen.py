@@ -21,8 +21,9 @@ import corpus
 TG_REN, REN = TgClangRenderer(), tinyc.ClangRenderer()
 
 def strip_counter(name: str) -> str:
-  """the name without its `nN` counter (in a kernel name it is coloured: ESC[90m nN ESC[0m)"""
-  return re.sub(r"(\x1b\[90m)?n\d+(\x1b\[0m)?$", "", name)
+  """the name without its `nN` counter: in a kernel name it is coloured (ESC[90m nN ESC[0m, the colour codes there
+  even when the count is 1 and nN is empty), in a function name it is plain"""
+  return re.sub(r"(\x1b\[90m(n\d+)?\x1b\[0m|n\d+)$", "", name)
 
 def same_source(tg, tc) -> bool:
   """the same C text once each kernel's name has its process counter stripped"""

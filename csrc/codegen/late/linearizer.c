@@ -139,40 +139,43 @@ static int key_less(const Key *ka, UOp *a, const Key *kb, UOp *b) {
 }
 
 /* Python's sorted() only asks `<`, and its exact result depends on the order of its questions when the
- * order is not consistent (a NaN const answers False both ways), so the sort is Python's own list.sort on
- * the positions, keyed by functools.cmp_to_key(cmp) with cmp(i, j) = -1 exactly when key i < key j. */
+ * order is not consistent (a NaN const answers False both ways), so the sort is Python's own list.sort,
+ * over one small key object per position whose `<` is key_less: the same questions in the same order as
+ * tinygrad's sorted(lst, key=...), without a Python call per comparison. */
 typedef struct { Graph *g; Key *keys; } SortCtx;
 
-static PyObject *cmp_to_key;   /* functools.cmp_to_key */
+typedef struct { PyObject_HEAD SortCtx *c; Py_ssize_t i; } SortKey;
 
-static PyObject *key_cmp(PyObject *capsule, PyObject *args) {
-  SortCtx *c = PyCapsule_GetPointer(capsule, "linearize.SortCtx");
-  Py_ssize_t i, j;
-  if (!c || !PyArg_ParseTuple(args, "nn", &i, &j)) return NULL;
-  int lt = key_less(&c->keys[i], c->g->nodes[i], &c->keys[j], c->g->nodes[j]);
-  return lt < 0 ? NULL : PyLong_FromLong(lt ? -1 : 0);
+static PyObject *SortKey_richcompare(PyObject *a, PyObject *b, int op) {
+  if (op != Py_LT || Py_TYPE(a) != Py_TYPE(b)) Py_RETURN_NOTIMPLEMENTED;
+  SortKey *x = (SortKey *)a, *y = (SortKey *)b;
+  SortCtx *c = x->c;
+  int lt = key_less(&c->keys[x->i], c->g->nodes[x->i], &c->keys[y->i], c->g->nodes[y->i]);
+  return lt < 0 ? NULL : Py_NewRef(lt ? Py_True : Py_False);
 }
-static PyMethodDef key_cmp_def = {"linearize_key_cmp", key_cmp, METH_VARARGS, NULL};
+
+static PyTypeObject SortKey_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc._C.LinearizeSortKey",
+  .tp_basicsize = sizeof(SortKey),
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_richcompare = SortKey_richcompare,
+};
 
 /* order[rank] = position, the positions sorted by their keys as tinygrad's sorted(lst, key=...) does */
 static int sort_positions(SortCtx *c, Py_ssize_t *order) {
-  PyObject *list = PyList_New(c->g->n), *capsule = PyCapsule_New(c, "linearize.SortCtx", NULL);
-  PyObject *cmp = capsule ? PyCFunction_New(&key_cmp_def, capsule) : NULL;
-  PyObject *key = cmp ? PyObject_CallOneArg(cmp_to_key, cmp) : NULL, *kwargs = key ? Py_BuildValue("{sO}", "key", key) : NULL;
-  PyObject *sort = list ? PyObject_GetAttrString(list, "sort") : NULL, *empty = PyTuple_New(0), *done = NULL;
-  int rc = -1;
-  for (Py_ssize_t i = 0; list && i < c->g->n; i++) {
-    PyObject *pos = PyLong_FromSsize_t(i);
-    if (!pos) goto out;
-    PyList_SET_ITEM(list, i, pos);
+  PyObject *list = PyList_New(c->g->n);
+  if (!list) return -1;
+  for (Py_ssize_t i = 0; i < c->g->n; i++) {
+    SortKey *k = PyObject_New(SortKey, &SortKey_Type);
+    if (!k) { Py_DECREF(list); return -1; }
+    k->c = c, k->i = i;
+    PyList_SET_ITEM(list, i, (PyObject *)k);
   }
-  if (!sort || !kwargs || !empty || !(done = PyObject_Call(sort, empty, kwargs))) goto out;
-  for (Py_ssize_t r = 0; r < c->g->n; r++) order[r] = PyLong_AsSsize_t(PyList_GET_ITEM(list, r));
-  rc = 0;
-out:
-  Py_XDECREF(list); Py_XDECREF(capsule); Py_XDECREF(cmp); Py_XDECREF(key); Py_XDECREF(kwargs);
-  Py_XDECREF(sort); Py_XDECREF(empty); Py_XDECREF(done);
-  return rc;
+  if (PyList_Sort(list) < 0) { Py_DECREF(list); return -1; }
+  for (Py_ssize_t r = 0; r < c->g->n; r++) order[r] = ((SortKey *)PyList_GET_ITEM(list, r))->i;
+  Py_DECREF(list);
+  return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -585,14 +588,12 @@ static int read_flag_env(const char *name, bool *flag) {
 }
 
 int tinyc_init_linearizer(PyObject *m) {
-  PyObject *functools = PyImport_ImportModule("functools");
-  cmp_to_key = functools ? PyObject_GetAttrString(functools, "cmp_to_key") : NULL;
-  Py_XDECREF(functools);
+  if (PyType_Ready(&SortKey_Type) < 0) return -1;
   PyObject *operator_mod = PyImport_ImportModule("operator");
   attrgetter_arg = operator_mod ? PyObject_CallMethod(operator_mod, "attrgetter", "s", "arg") : NULL;
   Py_XDECREF(operator_mod);
   type_verify_fn = PyObject_GetAttrString(m, "type_verify");   /* added by tinyc_init_spec */
-  if (!cmp_to_key || !attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
+  if (!attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
       read_flag_env("SPEC", &spec_enabled) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
     return -1;
   return native_register("pm_linearize_cleanups", pm_from_defs(pm_linearize_cleanups_defs, N(pm_linearize_cleanups_defs))) < 0 ||

@@ -484,6 +484,18 @@ static PyObject *UOp_key(UOp *self, void *closure) {
  * ------------------------------------------------------------------------------------------ */
 
 int py_value_order(PyObject *a, PyObject *b) {
+  if (a == b) return ORD_EQUAL;   /* identity first, as PyObject_RichCompareBool (a NaN equals itself) */
+  /* the common cases without Python's protocol: two ints that fit a long long, two floats (a NaN is
+   * neither equal nor less, as Python answers) */
+  if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+    int oa, ob;
+    long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
+    if (!oa && !ob) return x == y ? ORD_EQUAL : x < y ? ORD_LESS : ORD_NOT_LESS;
+    PyErr_Clear();
+  } else if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b)) {
+    double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+    return x == y ? ORD_EQUAL : x < y ? ORD_LESS : ORD_NOT_LESS;
+  }
   int eq = PyObject_RichCompareBool(a, b, Py_EQ);
   if (eq) return eq < 0 ? -1 : ORD_EQUAL;
   int lt = PyObject_RichCompareBool(a, b, Py_LT);
@@ -501,37 +513,51 @@ static int head_order(UOp *a, UOp *b) {
 
 typedef struct { UOp *a, *b; int next; } PairFrame;
 
+/* pairs found equal: a few inline, then a map */
+typedef struct { UOp *a[8], *b[8]; int n; PtrMap map; } EqualPairs;
+static bool equal_pairs_has(const EqualPairs *e, UOp *a, UOp *b) {
+  for (int i = 0; i < e->n; i++)
+    if (e->a[i] == a) return e->b[i] == b;
+  return e->map.len && ptrmap_get(&e->map, a) == b;
+}
+static int equal_pairs_add(EqualPairs *e, UOp *a, UOp *b) {
+  if (e->n < 8) { e->a[e->n] = a, e->b[e->n] = b, e->n++; return 0; }
+  return ptrmap_set(&e->map, a, b);
+}
+
 int uop_tuplize_order(UOp *a, UOp *b) {
   if (a == b) return ORD_EQUAL;
   int r = head_order(a, b);
   if (r != ORD_EQUAL) return r;
-  PairFrame *stack = PyMem_Malloc(sizeof(PairFrame) * 16);
-  Py_ssize_t len = 0, cap = 16;
-  PtrMap equal = {0};   /* a -> b for pairs whose tuplizes are equal */
-  if (!stack) { PyErr_NoMemory(); return -1; }
+  PairFrame small[64], *stack = small;
+  Py_ssize_t len = 0, cap = 64;
+  EqualPairs equal;   /* a -> b for pairs whose tuplizes are equal */
+  equal.n = 0, equal.map = (PtrMap){0};
   stack[len++] = (PairFrame){a, b, 0};
   while (len && r == ORD_EQUAL) {
     PairFrame *f = &stack[len - 1];
     int common = f->a->nsrc < f->b->nsrc ? f->a->nsrc : f->b->nsrc;
     if (f->next == common) {   /* every common source equal: the shorter is less */
       if (f->a->nsrc != f->b->nsrc) r = f->a->nsrc < f->b->nsrc ? ORD_LESS : ORD_NOT_LESS;
-      else if (ptrmap_set(&equal, f->a, f->b) < 0) r = -1;
+      else if (equal_pairs_add(&equal, f->a, f->b) < 0) r = -1;
       len--;
       continue;
     }
     UOp *x = f->a->src[f->next], *y = f->b->src[f->next];
     f->next++;
-    if (x == y || ptrmap_get(&equal, x) == y) continue;
+    if (x == y || equal_pairs_has(&equal, x, y)) continue;
     if ((r = head_order(x, y)) != ORD_EQUAL) break;
     if (len == cap) {
-      PairFrame *grown = PyMem_Realloc(stack, sizeof(PairFrame) * (size_t)(cap *= 2));
+      PairFrame *grown = stack == small ? PyMem_Malloc(sizeof(PairFrame) * (size_t)(cap * 2))
+                                        : PyMem_Realloc(stack, sizeof(PairFrame) * (size_t)(cap * 2));
       if (!grown) { PyErr_NoMemory(); r = -1; break; }
-      stack = grown;
+      if (stack == small) memcpy(grown, small, sizeof(small));
+      stack = grown, cap *= 2;
     }
     stack[len++] = (PairFrame){x, y, 0};
   }
-  PyMem_Free(stack);
-  ptrmap_free(&equal);
+  if (stack != small) PyMem_Free(stack);
+  ptrmap_free(&equal.map);
   return r;
 }
 

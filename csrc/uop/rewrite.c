@@ -61,14 +61,20 @@ static int cached_bpm_rewrite(Rewriter *rw, UOp *x, UOp **out) {
   return ptrmap_set(&rw->bpm_cache, x, ret ? ret : NO_MATCH);
 }
 
-/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error. */
+/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error.
+ * The nodes seen so far sit in a small array (most nodes take at most a step or two), then a map. */
 static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
+  UOp *seen_small[8];
+  int nseen = 0;
   PtrMap seen = {0};
   UOp *test_n = n;
   int rc = 0;
   while (test_n) {
-    if (ptrmap_has(&seen, test_n)) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); rc = -1; break; }
-    if (ptrmap_set(&seen, test_n, test_n) < 0) { rc = -1; break; }
+    bool again = ptrmap_has(&seen, test_n);
+    for (int i = 0; i < nseen && !again; i++) again = seen_small[i] == test_n;
+    if (again) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); rc = -1; break; }
+    if (nseen < 8) seen_small[nseen++] = test_n;
+    else if (ptrmap_set(&seen, test_n, test_n) < 0) { rc = -1; break; }
     UOp *next;
     if (cached_bpm_rewrite(rw, test_n, &next) < 0) {
       if (PyErr_ExceptionMatches(BottomUpGate)) {   /* the rule says: this node is final, don't descend */

@@ -397,18 +397,21 @@ static int apply_rule(Rule *rule, UOp *u, PyObject *ctx, Captures *cap, PyObject
   return r < 0 ? -1 : 0;
 }
 
-PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {
+static bool early_rejected(const Rule *rule, OpSet src_ops) {
+  OpSet er = rule->pat->early_reject;
+  return (er.bits[0] & ~src_ops.bits[0]) || (er.bits[1] & ~src_ops.bits[1]);
+}
+
+/* the rules of u's op from the i-th on (the i-th passed its early reject); kept out of line so the
+ * common "no rule can fire" answer does not pay for the captures on the stack */
+static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop, int i,
+                                                           OpSet src_ops) {
   int n = pm->n_by_op[u->op];
-  if (!n) return NULL;
-  OpSet src_ops = {{0, 0}};
-  for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
   Captures cap;
-  bool cleared = false;
-  for (int i = 0; i < n; i++) {
+  memset(&cap, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
+  for (; i < n; i++) {
     Rule *rule = pm->rules[pm->by_op[u->op][i]];
-    OpSet er = rule->pat->early_reject;
-    if ((er.bits[0] & ~src_ops.bits[0]) || (er.bits[1] & ~src_ops.bits[1])) continue;
-    if (!cleared) memset(&cap, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED)), cleared = true;
+    if (early_rejected(rule, src_ops)) continue;
     PyObject *ret;
     if (apply_rule(rule, u, ctx, &cap, &ret) < 0) return NULL;
     if (!ret) continue;
@@ -421,6 +424,17 @@ PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop
     }
     return ret;
   }
+  return NULL;
+}
+
+PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {
+  int n = pm->n_by_op[u->op];
+  if (!n) return NULL;
+  OpSet src_ops = {{0, 0}};
+  for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
+  const int *idx = pm->by_op[u->op];
+  for (int i = 0; i < n; i++)
+    if (!early_rejected(pm->rules[idx[i]], src_ops)) return pm_rewrite_from(pm, u, ctx, require_uop, i, src_ops);
   return NULL;
 }
 

@@ -35,13 +35,62 @@ static int push_left(Deque *d, UOp *n, int stage, UOp *new_n) {
 }
 static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) % d->cap]; }
 
+/* Everything the rewrite knows about a node, in one open-addressing table so one probe answers all:
+ * its rewritten node (tinygrad's replace), the bottom-up matcher's cached answer, whether it was queued. */
+typedef struct { UOp *key, *replace; void *bpm; bool on_stack; } Entry;
+typedef struct { Entry *e; size_t cap, len; } NodeMap;
+
+static Entry *nodemap_get(const NodeMap *m, const UOp *key) {
+  size_t mask = m->cap - 1;
+  for (size_t i = ptrmap_slot(key, mask);; i = (i + 1) & mask) {
+    if (m->e[i].key == key) return &m->e[i];
+    if (!m->e[i].key) return NULL;
+  }
+}
+static int nodemap_init(NodeMap *m, size_t cap) {
+  m->cap = cap, m->len = 0;
+  if (!(m->e = PyMem_Calloc(cap, sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
+  return 0;
+}
+/* the node's entry, added if missing; valid until the next add */
+static Entry *nodemap_add(NodeMap *m, UOp *key) {
+  size_t mask = m->cap - 1, i = ptrmap_slot(key, mask);
+  for (; m->e[i].key; i = (i + 1) & mask)
+    if (m->e[i].key == key) return &m->e[i];
+  if ((m->len + 1) * 2 > m->cap) {
+    NodeMap bigger;
+    if (nodemap_init(&bigger, m->cap * 2) < 0) return NULL;
+    for (size_t j = 0; j < m->cap; j++) {
+      if (!m->e[j].key) continue;
+      size_t k = ptrmap_slot(m->e[j].key, bigger.cap - 1);
+      while (bigger.e[k].key) k = (k + 1) & (bigger.cap - 1);
+      bigger.e[k] = m->e[j];
+    }
+    bigger.len = m->len;
+    PyMem_Free(m->e);
+    *m = bigger;
+    mask = m->cap - 1;
+    for (i = ptrmap_slot(key, mask); m->e[i].key; i = (i + 1) & mask) {}
+  }
+  m->e[i].key = key, m->len++;
+  return &m->e[i];
+}
+static UOp *get_replace(const NodeMap *m, const UOp *n) {
+  Entry *e = nodemap_get(m, n);
+  return e ? e->replace : NULL;
+}
+static int set_replace(NodeMap *m, UOp *n, UOp *to) {
+  Entry *e = nodemap_add(m, n);
+  if (!e) return -1;
+  e->replace = to;
+  return 0;
+}
+
 typedef struct {
   PatternMatcher *pm, *bpm;
   PyObject *ctx;
-  PtrMap replace;            /* node -> its rewritten node */
-  PtrMap bpm_cache;          /* node -> bottom-up result, or the NO_MATCH marker */
-  PtrMap on_stack;
-  PyObject *keep;            /* a list owning every node made here, so the maps' pointers stay valid */
+  NodeMap nodes;
+  PyObject *keep;            /* a list owning every node made here, so the map's pointers stay valid */
 } Rewriter;
 
 static char no_match_marker;
@@ -51,14 +100,17 @@ static int keep_alive(Rewriter *rw, PyObject *o) { return PyList_Append(rw->keep
 
 /* the bottom-up matcher's result for x, cached; *out NULL when nothing fires */
 static int cached_bpm_rewrite(Rewriter *rw, UOp *x, UOp **out) {
-  void *hit = ptrmap_get(&rw->bpm_cache, x);
+  Entry *e = nodemap_get(&rw->nodes, x);
+  void *hit = e ? e->bpm : NULL;
   if (hit) { *out = hit == NO_MATCH ? NULL : hit; return 0; }
   PyObject *ret = pm_rewrite(rw->bpm, x, rw->ctx, true);
   if (!ret && PyErr_Occurred()) return -1;
   if (ret && keep_alive(rw, ret) < 0) { Py_DECREF(ret); return -1; }
   Py_XDECREF(ret);   /* kept alive by rw->keep */
   *out = (UOp *)ret;
-  return ptrmap_set(&rw->bpm_cache, x, ret ? ret : NO_MATCH);
+  if (!(e = nodemap_add(&rw->nodes, x))) return -1;
+  e->bpm = ret ? ret : NO_MATCH;
+  return 0;
 }
 
 /* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error.
@@ -79,7 +131,7 @@ static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
     if (cached_bpm_rewrite(rw, test_n, &next) < 0) {
       if (PyErr_ExceptionMatches(BottomUpGate)) {   /* the rule says: this node is final, don't descend */
         PyErr_Clear();
-        rc = ptrmap_set(&rw->replace, n, test_n) < 0 ? -1 : 1;
+        rc = set_replace(&rw->nodes, n, test_n) < 0 ? -1 : 1;
       } else rc = -1;
       break;
     }
@@ -98,8 +150,11 @@ static int stage0(Rewriter *rw, Deque *stack, UOp *n) {
   if (push_right(stack, n, 1, new_n) < 0) return -1;
   for (int i = new_n->nsrc - 1; i >= 0; i--) {
     UOp *x = new_n->src[i];
-    if (ptrmap_has(&rw->on_stack, x)) continue;
-    if (push_right(stack, x, 0, x) < 0 || ptrmap_set(&rw->on_stack, x, x) < 0) return -1;
+    Entry *e = nodemap_add(&rw->nodes, x);
+    if (!e) return -1;
+    if (e->on_stack) continue;
+    e->on_stack = true;
+    if (push_right(stack, x, 0, x) < 0) return -1;
   }
   return 0;
 }
@@ -113,7 +168,7 @@ static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
   bool changed = false;
   int rc = 0;
   for (int i = 0; i < new_n->nsrc; i++) {
-    UOp *rx = ptrmap_get(&rw->replace, new_n->src[i]);
+    UOp *rx = get_replace(&rw->nodes, new_n->src[i]);
     if (!rx) { rc = push_left(stack, n, 1, new_n) < 0 ? -1 : 1; goto end; }
     src[i] = rx;
     changed |= rx != new_n->src[i];
@@ -121,7 +176,7 @@ static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
   UOp *next;
   if (!changed) {
     PyObject *ret = rw->pm ? pm_rewrite(rw->pm, new_n, rw->ctx, true) : NULL;
-    if (!ret) { rc = PyErr_Occurred() ? -1 : ptrmap_set(&rw->replace, n, new_n); goto end; }
+    if (!ret) { rc = PyErr_Occurred() ? -1 : set_replace(&rw->nodes, n, new_n); goto end; }
     int k = keep_alive(rw, ret);
     Py_DECREF(ret);
     if (k < 0) { rc = -1; goto end; }
@@ -143,23 +198,26 @@ static UOp *unified_rewrite(Rewriter *rw, UOp *root) {
   Deque stack = {0};
   UOp *ret = NULL;
   size_t waiting = 0;   /* frames re-queued in a row: a full lap of them means no progress is possible */
-  if (push_right(&stack, root, 0, root) < 0 || ptrmap_set(&rw->on_stack, root, root) < 0) goto end;
+  Entry *re = nodemap_add(&rw->nodes, root);
+  if (!re) goto end;
+  re->on_stack = true;
+  if (push_right(&stack, root, 0, root) < 0) goto end;
   while (stack.len) {
     if (stack.len > REWRITE_STACK_LIMIT) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in graph_rewrite (stack too big)"); goto end; }
     if (waiting > stack.len) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); goto end; }
     Frame f = pop_right(&stack);
-    if (ptrmap_has(&rw->replace, f.n)) continue;
+    if (get_replace(&rw->nodes, f.n)) continue;
     int r;
     if (f.stage == 0) r = stage0(rw, &stack, f.n);
     else if (f.stage == 1) r = stage1(rw, &stack, f.n, f.new_n);
     else {
-      UOp *done = ptrmap_get(&rw->replace, f.new_n);
-      r = done ? ptrmap_set(&rw->replace, f.n, done) : (push_left(&stack, f.n, 2, f.new_n) < 0 ? -1 : 1);
+      UOp *done = get_replace(&rw->nodes, f.new_n);
+      r = done ? set_replace(&rw->nodes, f.n, done) : (push_left(&stack, f.n, 2, f.new_n) < 0 ? -1 : 1);
     }
     if (r < 0) goto end;
     waiting = r == 1 ? waiting + 1 : 0;
   }
-  ret = ptrmap_get(&rw->replace, root);
+  ret = get_replace(&rw->nodes, root);
   Py_XINCREF(ret);
 end:
   PyMem_Free(stack.buf);
@@ -167,10 +225,11 @@ end:
 }
 
 UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
-  Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, {0}, {0}, PyList_New(0)};
+  Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, PyList_New(0)};
   if (!rw.keep) return NULL;
+  if (nodemap_init(&rw.nodes, 128) < 0) { Py_DECREF(rw.keep); return NULL; }
   UOp *ret = unified_rewrite(&rw, sink);
-  ptrmap_free(&rw.replace); ptrmap_free(&rw.bpm_cache); ptrmap_free(&rw.on_stack);
+  PyMem_Free(rw.nodes.e);
   Py_DECREF(rw.keep);
   return ret;
 }

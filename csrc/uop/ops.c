@@ -183,7 +183,7 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   if (!u) return (UOp *)PyErr_NoMemory();
   PyObject_Init((PyObject *)u, &UOp_Type);
   u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
-  u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
+  u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL, u->rw_id = 0, u->rw_idx = 0;
   Py_INCREF(arg);
   u->arg = arg;
   for (Py_ssize_t i = 0; i < nsrc; i++) {

@@ -8,7 +8,7 @@
 
 typedef struct { UOp *n, *new_n; int stage; } Frame;
 
-/* a ring-buffer deque of frames */
+/* a ring-buffer deque of frames; the capacity is a power of two */
 typedef struct { Frame *buf; size_t cap, head, len; } Deque;
 
 static int deque_reserve(Deque *d) {
@@ -16,64 +16,84 @@ static int deque_reserve(Deque *d) {
   size_t cap = d->cap ? d->cap * 2 : 256;
   Frame *buf = PyMem_Malloc(cap * sizeof(Frame));
   if (!buf) { PyErr_NoMemory(); return -1; }
-  for (size_t i = 0; i < d->len; i++) buf[i] = d->buf[(d->head + i) % d->cap];
+  for (size_t i = 0; i < d->len; i++) buf[i] = d->buf[(d->head + i) & (d->cap - 1)];
   PyMem_Free(d->buf);
   d->buf = buf, d->cap = cap, d->head = 0;
   return 0;
 }
 static int push_right(Deque *d, UOp *n, int stage, UOp *new_n) {
   if (deque_reserve(d) < 0) return -1;
-  d->buf[(d->head + d->len++) % d->cap] = (Frame){n, new_n, stage};
+  d->buf[(d->head + d->len++) & (d->cap - 1)] = (Frame){n, new_n, stage};
   return 0;
 }
 static int push_left(Deque *d, UOp *n, int stage, UOp *new_n) {
   if (deque_reserve(d) < 0) return -1;
-  d->head = (d->head + d->cap - 1) % d->cap;
+  d->head = (d->head + d->cap - 1) & (d->cap - 1);
   d->buf[d->head] = (Frame){n, new_n, stage};
   d->len++;
   return 0;
 }
-static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) % d->cap]; }
+static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) & (d->cap - 1)]; }
 
-/* Everything the rewrite knows about a node, in one open-addressing table so one probe answers all:
- * its rewritten node (tinygrad's replace), the bottom-up matcher's cached answer, whether it was queued. */
+/* Everything the rewrite knows about a node: its rewritten node (tinygrad's replace), the bottom-up
+ * matcher's cached answer, whether it was queued. The entries sit in one array; a node finds its entry
+ * through its own scratch fields (rw_id: which rewrite, rw_idx: where), with no hashing. A rewrite run
+ * from inside a rule (nested) overwrites those fields of the nodes it meets, so it notes the old values
+ * and puts them back when it ends; an entry is trusted only when it names the node. */
 typedef struct { UOp *key, *replace; void *bpm; bool on_stack; } Entry;
-typedef struct { Entry *e; size_t cap, len; } NodeMap;
+typedef struct { UOp *u; uint32_t id, idx; } Saved;
+typedef struct {
+  uint32_t id;
+  Entry *e;
+  size_t cap, len;
+  Saved *saved;              /* nested rewrites: the scratch fields to restore */
+  size_t nsaved, saved_cap;
+} NodeMap;
+
+static uint32_t rewrite_last_id;   /* ids of rewrites, never 0 */
+static int rewrite_depth;          /* rewrites running (a nested one saves what it overwrites) */
 
 static Entry *nodemap_get(const NodeMap *m, const UOp *key) {
-  size_t mask = m->cap - 1;
-  for (size_t i = ptrmap_slot(key, mask);; i = (i + 1) & mask) {
-    if (m->e[i].key == key) return &m->e[i];
-    if (!m->e[i].key) return NULL;
-  }
+  if (key->rw_id != m->id || key->rw_idx >= m->len) return NULL;
+  Entry *e = &m->e[key->rw_idx];
+  return e->key == key ? e : NULL;
 }
 static int nodemap_init(NodeMap *m, size_t cap) {
-  m->cap = cap, m->len = 0;
-  if (!(m->e = PyMem_Calloc(cap, sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
+  memset(m, 0, sizeof(*m));
+  if (++rewrite_last_id == 0) rewrite_last_id = 1;
+  m->id = rewrite_last_id, m->cap = cap;
+  if (!(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
   return 0;
+}
+static void nodemap_free(NodeMap *m) {
+  for (size_t i = m->nsaved; i-- > 0;) {   /* newest first: the oldest saved value is the one to keep */
+    Saved *sv = &m->saved[i];
+    if (sv->u->rw_id == m->id) sv->u->rw_id = sv->id, sv->u->rw_idx = sv->idx;
+  }
+  PyMem_Free(m->e); PyMem_Free(m->saved);
 }
 /* the node's entry, added if missing; valid until the next add */
 static Entry *nodemap_add(NodeMap *m, UOp *key) {
-  size_t mask = m->cap - 1, i = ptrmap_slot(key, mask);
-  for (; m->e[i].key; i = (i + 1) & mask)
-    if (m->e[i].key == key) return &m->e[i];
-  if ((m->len + 1) * 2 > m->cap) {
-    NodeMap bigger;
-    if (nodemap_init(&bigger, m->cap * 2) < 0) return NULL;
-    for (size_t j = 0; j < m->cap; j++) {
-      if (!m->e[j].key) continue;
-      size_t k = ptrmap_slot(m->e[j].key, bigger.cap - 1);
-      while (bigger.e[k].key) k = (k + 1) & (bigger.cap - 1);
-      bigger.e[k] = m->e[j];
-    }
-    bigger.len = m->len;
-    PyMem_Free(m->e);
-    *m = bigger;
-    mask = m->cap - 1;
-    for (i = ptrmap_slot(key, mask); m->e[i].key; i = (i + 1) & mask) {}
+  Entry *e = nodemap_get(m, key);
+  if (e) return e;
+  if (m->len == m->cap) {
+    Entry *bigger = PyMem_Realloc(m->e, m->cap * 2 * sizeof(Entry));
+    if (!bigger) { PyErr_NoMemory(); return NULL; }
+    m->e = bigger, m->cap *= 2;
   }
-  m->e[i].key = key, m->len++;
-  return &m->e[i];
+  if (rewrite_depth > 1 && key->rw_id) {
+    if (m->nsaved == m->saved_cap) {
+      size_t cap = m->saved_cap ? m->saved_cap * 2 : 64;
+      Saved *more = PyMem_Realloc(m->saved, cap * sizeof(Saved));
+      if (!more) { PyErr_NoMemory(); return NULL; }
+      m->saved = more, m->saved_cap = cap;
+    }
+    m->saved[m->nsaved++] = (Saved){key, key->rw_id, key->rw_idx};
+  }
+  key->rw_id = m->id, key->rw_idx = (uint32_t)m->len;
+  e = &m->e[m->len++];
+  *e = (Entry){key, NULL, NULL, false};
+  return e;
 }
 static UOp *get_replace(const NodeMap *m, const UOp *n) {
   Entry *e = nodemap_get(m, n);
@@ -228,8 +248,10 @@ UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up,
   Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, PyList_New(0)};
   if (!rw.keep) return NULL;
   if (nodemap_init(&rw.nodes, 128) < 0) { Py_DECREF(rw.keep); return NULL; }
+  rewrite_depth++;
   UOp *ret = unified_rewrite(&rw, sink);
-  PyMem_Free(rw.nodes.e);
+  rewrite_depth--;
+  nodemap_free(&rw.nodes);
   Py_DECREF(rw.keep);
   return ret;
 }

@@ -70,6 +70,8 @@ typedef struct UOp {
   DType *dtype;          /* borrowed: dtypes are immortal */
   PyObject *arg;         /* owned, never NULL (Py_None) */
   UOpExtra *extra;       /* NULL when the tag is None and nothing is cached */
+  uint32_t rw_id;        /* graph_rewrite's scratch: the rewrite that last touched the node (0: none) */
+  uint32_t rw_idx;       /* and the node's entry in that rewrite's table (see rewrite.c) */
   struct UOp *src[];     /* owned */
 } UOp;
 

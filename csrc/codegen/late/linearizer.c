@@ -357,53 +357,86 @@ static const RuleDef pm_linearize_cleanups_defs[] = {
 /* ---------------------------------------------------------------------------------------------- */
 
 
-/* deps[u]: the RANGEs and ENDs u depends on (itself included for those ops), in first-seen order.
- * nesting[end]: the innermost END or the SINK that closes around `end`. Both filled in toposort order. */
-static int fill_deps_and_nesting(PyObject *nodes, PyObject *deps, PyObject *nesting) {
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
-    UOp *u = (UOp *)PyList_GET_ITEM(nodes, i);
-    PyObject *d = PyDict_New();
-    if (!d || PyDict_SetItem(deps, (PyObject *)u, d) < 0) { Py_XDECREF(d); return -1; }
-    Py_DECREF(d);   /* deps keeps it alive */
-    for (int k = 0; k < u->nsrc; k++)
-      if (PyDict_Update(d, PyDict_GetItemWithError(deps, (PyObject *)u->src[k])) < 0) return -1;
-    if (u->op == OP_END || u->op == OP_SINK) {
-      PyObject *fresh = PyList_New(0), *x, *v;   /* the ENDs inside u not yet given a closer */
-      Py_ssize_t pos = 0;
-      int rc = fresh ? 0 : -1;
-      while (rc == 0 && PyDict_Next(d, &pos, &x, &v)) {
-        if (((UOp *)x)->op != OP_END) continue;
-        int inside = u->op == OP_SINK ? 1 : PyDict_Contains(PyDict_GetItemWithError(deps, x), (PyObject *)u->src[1]);
-        int taken = inside > 0 ? PyDict_Contains(nesting, x) : 0;
-        if (inside < 0 || taken < 0) rc = -1;
-        else if (inside && !taken) rc = PyList_Append(fresh, x);
-      }
-      for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(fresh); k++) rc = PyDict_SetItem(nesting, PyList_GET_ITEM(fresh, k), (PyObject *)u);
-      Py_XDECREF(fresh);
-      if (rc < 0) return -1;
+/* deps[u]: the RANGEs and ENDs u depends on (itself included for those ops), in first-seen order, as
+ * tinygrad's dict union keeps them. Most nodes depend on exactly what one of their sources does, so a
+ * node shares that source's set; a new set is made only when a source adds something or u is a RANGE/END. */
+typedef struct { Py_ssize_t n; UOp *items[]; } DepSet;
+static const DepSet empty_deps = {0};
+
+static bool deps_has(const DepSet *d, const UOp *x) {
+  for (Py_ssize_t i = 0; i < d->n; i++)
+    if (d->items[i] == x) return true;
+  return false;
+}
+
+typedef struct {
+  PtrMap pos;          /* node -> index + 1 in the toposort */
+  const DepSet **deps; /* per index */
+  PtrVec owned;        /* the DepSets made here */
+  PtrVec nest_end, nest_closer;   /* nesting, in insertion order: END -> its closer (an END or the SINK) */
+  PtrMap nested;       /* END -> 1 once it has a closer */
+} CFG;
+
+static const DepSet *deps_of(CFG *c, UOp *u) { return c->deps[(Py_ssize_t)ptrmap_get(&c->pos, u) - 1]; }
+
+static DepSet *deps_new(CFG *c, const DepSet *from, Py_ssize_t room) {
+  DepSet *d = PyMem_Malloc(sizeof(DepSet) + sizeof(UOp *) * (size_t)(from->n + room));
+  if (!d) { PyErr_NoMemory(); return NULL; }
+  if (ptrvec_push(&c->owned, d) < 0) { PyMem_Free(d); return NULL; }
+  d->n = from->n;
+  memcpy(d->items, from->items, sizeof(UOp *) * (size_t)from->n);
+  return d;
+}
+
+static int fill_deps_and_nesting(CFG *c, PtrVec *nodes) {
+  for (Py_ssize_t i = 0; i < nodes->len; i++) {
+    UOp *u = nodes->items[i];
+    const DepSet *cur = &empty_deps;
+    for (int k = 0; k < u->nsrc; k++) {   /* deps[u] |= deps[s] */
+      const DepSet *ds = deps_of(c, u->src[k]);
+      if (ds == cur || !ds->n) continue;
+      if (!cur->n) { cur = ds; continue; }
+      Py_ssize_t extra = 0;
+      for (Py_ssize_t j = 0; j < ds->n; j++) extra += !deps_has(cur, ds->items[j]);
+      if (!extra) continue;
+      DepSet *merged = deps_new(c, cur, extra);
+      if (!merged) return -1;
+      for (Py_ssize_t j = 0; j < ds->n; j++)
+        if (!deps_has(cur, ds->items[j])) merged->items[merged->n++] = ds->items[j];
+      cur = merged;
     }
-    if ((u->op == OP_RANGE || u->op == OP_END) && PyDict_SetItem(d, (PyObject *)u, Py_None) < 0) return -1;
+    if (u->op == OP_END || u->op == OP_SINK) {   /* the ENDs inside u not yet given a closer */
+      for (Py_ssize_t j = 0; j < cur->n; j++) {
+        UOp *x = cur->items[j];
+        if (x->op != OP_END || ptrmap_has(&c->nested, x)) continue;
+        if (u->op != OP_SINK && !deps_has(deps_of(c, x), u->src[1])) continue;
+        if (ptrmap_set(&c->nested, x, x) < 0 || ptrvec_push(&c->nest_end, x) < 0 || ptrvec_push(&c->nest_closer, u) < 0) return -1;
+      }
+    }
+    if (u->op == OP_RANGE || u->op == OP_END) {
+      DepSet *with = deps_new(c, cur, 1);
+      if (!with) return -1;
+      with->items[with->n++] = u;
+      cur = with;
+    }
+    c->deps[i] = cur;
   }
   return 0;
 }
 
-/* siblings (a list of ENDs under one closer), stably sorted by how many of the others each depends on */
-static int sort_siblings(PyObject *sibs, PyObject *deps) {
-  Py_ssize_t n = PyList_GET_SIZE(sibs), *count = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+/* siblings (ENDs under one closer), stably sorted by how many of the others each depends on */
+static int sort_siblings(CFG *c, UOp **sibs, Py_ssize_t n) {
+  Py_ssize_t *count = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
   if (!count) { PyErr_NoMemory(); return -1; }
   for (Py_ssize_t i = 0; i < n; i++) {
-    PyObject *dx = PyDict_GetItemWithError(deps, PyList_GET_ITEM(sibs, i));
-    for (Py_ssize_t j = 0; j < n; j++) {
-      int has = PyDict_Contains(dx, PyList_GET_ITEM(sibs, j));
-      if (has < 0) { PyMem_Free(count); return -1; }
-      count[i] += has;
-    }
+    const DepSet *dx = deps_of(c, sibs[i]);
+    for (Py_ssize_t j = 0; j < n; j++) count[i] += deps_has(dx, sibs[j]);
   }
   for (Py_ssize_t i = 1; i < n; i++) {   /* insertion sort: stable, as sorted() */
-    PyObject *item = PyList_GET_ITEM(sibs, i);
-    Py_ssize_t c = count[i], j = i;
-    for (; j > 0 && count[j - 1] > c; j--) PyList_SET_ITEM(sibs, j, PyList_GET_ITEM(sibs, j - 1)), count[j] = count[j - 1];
-    PyList_SET_ITEM(sibs, j, item), count[j] = c;
+    UOp *item = sibs[i];
+    Py_ssize_t cnt = count[i], j = i;
+    for (; j > 0 && count[j - 1] > cnt; j--) sibs[j] = sibs[j - 1], count[j] = count[j - 1];
+    sibs[j] = item, count[j] = cnt;
   }
   PyMem_Free(count);
   return 0;
@@ -418,38 +451,49 @@ static int add_edge(PyObject *edges, UOp *x, UOp *y) {
   return cyc != 0 ? -1 : PyDict_SetItem(edges, (PyObject *)y->src[1], (PyObject *)x);
 }
 
-/* chain each closer's ENDs in order: under the SINK one after another, under an END after its own RANGE */
-static int edges_from_siblings(PyObject *siblings, PyObject *deps, PyObject *edges) {
-  PyObject *closer, *sibs;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(siblings, &pos, &closer, &sibs)) {
-    if (sort_siblings(sibs, deps) < 0) return -1;
-    UOp *prev = ((UOp *)closer)->op == OP_SINK ? NULL : ((UOp *)closer)->src[1];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sibs); i++) {
-      UOp *y = (UOp *)PyList_GET_ITEM(sibs, i);
-      if (prev && add_edge(edges, prev, y) < 0) return -1;
-      prev = y;
+/* chain each closer's ENDs in order: under the SINK one after another, under an END after its own RANGE.
+ * Closers in the order they first appear in nesting, each with its ENDs in nesting order. */
+static int edges_from_nesting(CFG *c, PyObject *edges) {
+  Py_ssize_t n = c->nest_end.len;
+  UOp **sibs = PyMem_Malloc(sizeof(UOp *) * (size_t)(n + 1));
+  bool *done = PyMem_Calloc((size_t)n + 1, sizeof(bool));
+  int rc = sibs && done ? 0 : -1;
+  if (rc < 0) PyErr_NoMemory();
+  for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+    if (done[i]) continue;
+    UOp *closer = c->nest_closer.items[i];
+    Py_ssize_t m = 0;
+    for (Py_ssize_t j = i; j < n; j++)
+      if (c->nest_closer.items[j] == closer) sibs[m++] = c->nest_end.items[j], done[j] = true;
+    if ((rc = sort_siblings(c, sibs, m)) < 0) break;
+    UOp *prev = closer->op == OP_SINK ? NULL : closer->src[1];
+    for (Py_ssize_t k = 0; rc == 0 && k < m; k++) {
+      if (prev) rc = add_edge(edges, prev, sibs[k]);
+      prev = sibs[k];
     }
   }
-  return 0;
+  PyMem_Free(sibs); PyMem_Free(done);
+  return rc;
 }
 
 /* tinygrad's CFGContext(sink).edges: a new dict RANGE -> the END it must follow */
 PyObject *cfg_edges(UOp *sink) {
-  PyObject *nodes = uop_toposort_list(sink, NULL), *deps = PyDict_New(), *nesting = PyDict_New();
-  PyObject *siblings = PyDict_New(), *edges = PyDict_New(), *end, *closer;
-  int rc = nodes && deps && nesting && siblings && edges ? fill_deps_and_nesting(nodes, deps, nesting) : -1;
-  Py_ssize_t pos = 0;
-  while (rc == 0 && PyDict_Next(nesting, &pos, &end, &closer)) {   /* siblings[closer] = its ENDs, in order */
-    PyObject *lst = PyDict_GetItemWithError(siblings, closer);
-    if (!lst) {
-      if (PyErr_Occurred() || !(lst = PyList_New(0)) || PyDict_SetItem(siblings, closer, lst) < 0) { Py_XDECREF(lst); rc = -1; break; }
-      Py_DECREF(lst);
-    }
-    rc = PyList_Append(lst, end);
+  PyObject *nodes = uop_toposort_list(sink, NULL), *edges = PyDict_New();
+  CFG c = {0};
+  int rc = nodes && edges ? 0 : -1;
+  PtrVec order = {0};
+  if (rc == 0) {
+    order.items = (void **)PySequence_Fast_ITEMS(nodes), order.len = PyList_GET_SIZE(nodes);
+    if (!(c.deps = PyMem_Calloc((size_t)order.len + 1, sizeof(DepSet *)))) { PyErr_NoMemory(); rc = -1; }
   }
-  if (rc == 0) rc = edges_from_siblings(siblings, deps, edges);
-  Py_XDECREF(nodes); Py_XDECREF(deps); Py_XDECREF(nesting); Py_XDECREF(siblings);
+  for (Py_ssize_t i = 0; rc == 0 && i < order.len; i++) rc = ptrmap_set(&c.pos, order.items[i], (void *)(i + 1));
+  if (rc == 0) rc = fill_deps_and_nesting(&c, &order);
+  if (rc == 0) rc = edges_from_nesting(&c, edges);
+  for (Py_ssize_t i = 0; i < c.owned.len; i++) PyMem_Free(c.owned.items[i]);
+  ptrvec_free(&c.owned); ptrvec_free(&c.nest_end); ptrvec_free(&c.nest_closer);
+  ptrmap_free(&c.pos); ptrmap_free(&c.nested);
+  PyMem_Free(c.deps);
+  Py_XDECREF(nodes);
   if (rc < 0) Py_CLEAR(edges);
   return edges;
 }

@@ -407,24 +407,35 @@ static bool early_rejected(const Rule *rule, OpSet src_ops) {
 static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop, int i,
                                                            OpSet src_ops) {
   int n = pm->n_by_op[u->op];
-  Captures cap;
-  memset(&cap, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
+  /* the captures: match() leaves every slot NULL again, so a few zeroed buffers serve every call without
+   * clearing, each marked busy while in use (a rule may rewrite, another thread may run during a Python
+   * rule); with all busy, a cleared local one */
+  static Captures pool[8];
+  static bool busy[8];
+  int b = 0;
+  while (b < 8 && busy[b]) b++;
+  Captures local, *capp = b < 8 ? &pool[b] : &local;
+  if (b < 8) busy[b] = true;
+  else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
+  PyObject *result = NULL;
   for (; i < n; i++) {
     Rule *rule = pm->rules[pm->by_op[u->op][i]];
     if (early_rejected(rule, src_ops)) continue;
     PyObject *ret;
-    if (apply_rule(rule, u, ctx, &cap, &ret) < 0) return NULL;
+    if (apply_rule(rule, u, ctx, capp, &ret) < 0) break;
     if (!ret) continue;
     if (ret == (PyObject *)u) { Py_DECREF(ret); continue; }
     if (require_uop && !UOp_Check(ret)) {
       PyErr_Format(PyExc_TypeError, "rewrite rule (UPat made at %S) returned %.100s, not a UOp or None", rule->pat->location,
                    Py_TYPE(ret)->tp_name);
       Py_DECREF(ret);
-      return NULL;
+      break;
     }
-    return ret;
+    result = ret;
+    break;
   }
-  return NULL;
+  if (b < 8) busy[b] = false;
+  return result;
 }
 
 PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {

@@ -280,9 +280,13 @@ static int extend_list(PyObject *out, PyObject *lines) {
 static UOp *rewrite_line(UOp *u, PatternMatcher *pm, PtrMap *replaced, PyObject *out) {
   UOp *small[8], **src = u->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * u->nsrc), *nu = NULL, *became = NULL;
   if (!src) { PyErr_NoMemory(); return NULL; }
-  for (int k = 0; k < u->nsrc; k++)
+  bool same = true;
+  for (int k = 0; k < u->nsrc; k++) {
     if (!(src[k] = ptrmap_get(replaced, u->src[k]))) { PyErr_SetObject(PyExc_KeyError, (PyObject *)u->src[k]); goto done; }
-  if (!(nu = uop_new(u->op, u->dtype, src, u->nsrc, u->arg, uop_tag(u)))) goto done;
+    same &= src[k] == u->src[k];
+  }
+  /* with the same sources the node is u itself (hash-consing): no lookup */
+  if (!(nu = same ? (UOp *)Py_NewRef(u) : uop_new(u->op, u->dtype, src, u->nsrc, u->arg, uop_tag(u)))) goto done;
   PyObject *ret = pm_rewrite(pm, nu, Py_None, false);
   if (!ret) {
     if (!PyErr_Occurred() && PyList_Append(out, (PyObject *)nu) == 0) became = (UOp *)Py_NewRef(nu);

@@ -514,6 +514,8 @@ static int head_order(UOp *a, UOp *b) {
   return lt < 0 ? -1 : lt ? ORD_LESS : ORD_NOT_LESS;
 }
 
+int uop_head_order(UOp *a, UOp *b) { return head_order(a, b); }
+
 typedef struct { UOp *a, *b; int next; } PairFrame;
 
 /* pairs found equal: a few inline, then a map */

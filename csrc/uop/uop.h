@@ -113,6 +113,8 @@ PyObject *uop_toposort_list(UOp *root, PyObject *gate);
 /* tinygrad's a.tuplize vs b.tuplize: ORD_EQUAL, ORD_LESS or ORD_NOT_LESS; -1 with an exception. */
 typedef enum { ORD_EQUAL, ORD_LESS, ORD_NOT_LESS } TupleOrder;
 int uop_tuplize_order(UOp *a, UOp *b);
+/* the first step of it: the order of the (op value, arg, dtype) heads alone */
+int uop_head_order(UOp *a, UOp *b);
 /* One step of Python's tuple comparison: ORD_EQUAL when a == b, else whether a < b; -1 on error. */
 int py_value_order(PyObject *a, PyObject *b);
 

@@ -9,6 +9,8 @@
 #include "../codegen.h"
 #include "../../helpers.h"
 
+#include <math.h>
+
 static bool tuple_order = true;   /* tinygrad's TUPLE_ORDER (default 1): break ties by tuplize */
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -129,20 +131,174 @@ static PyObject *run_count(PtrVec *ranges) {
   return acc;
 }
 
-/* priorities[a] + a.tuplize < priorities[b] + b.tuplize: 1, 0, or -1 on error */
-static int key_less(const Key *ka, UOp *a, const Key *kb, UOp *b) {
-  int r = py_value_order(ka->run_count, kb->run_count);
-  if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
-  if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
-  if (r == ORD_EQUAL && tuple_order) r = uop_tuplize_order(a, b);
-  return r < 0 ? -1 : r == ORD_LESS;
+/* ---------------------------------------------------------------------------------------------- */
+/* tuplize order through token prefixes                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* u.tuplize compared as Python compares nested tuples is the lexicographic order of its preorder
+ * flattening into tokens: each node opens with its head (op value, arg, dtype) and its tuple closes
+ * after its sources, a close being less than any head (the shorter tuple is less). Heads form a strict
+ * weak order when their args are plain values (no NaN, nothing exotic): dtypes order by a key, so two
+ * distinct dtypes with one key are neither less than the other, and Python's comparison stops there
+ * answering "not less" both ways. So a head's token is (its class in that order, which ==-equal group
+ * within the class): different classes decide by class, one class but different groups answer "not less",
+ * the same token goes on. Every node gets the first TOK_K tokens of its flattening; a tie within the
+ * prefixes falls back to uop_tuplize_order. The answers are the walk's, so list.sort asks the same
+ * questions and gets the same answers. Heads that cannot be ranked (a NaN, an arg Python may not order)
+ * leave the tokens out and every answer comes from the walk. */
+#define TOK_K 64
+#define TOK_GROUP_BITS 11
+typedef struct {
+  uint32_t *tok;     /* TOK_K per position; 0 closes a tuple, a head is class << TOK_GROUP_BITS | group */
+  uint16_t *len;
+  bool *complete;    /* the whole flattening fits */
+} Tokens;
+
+/* args Python orders consistently among themselves (a TypeError between kinds is caught); objects with
+ * object's own comparisons (an Enum member such as an AxisType) are equal only to themselves */
+static bool plain_arg(PyObject *o) {
+  if (o == Py_None || PyLong_Check(o) || PyUnicode_CheckExact(o)) return true;
+  if (Py_TYPE(o)->tp_richcompare == PyBaseObject_Type.tp_richcompare) return true;
+  if (PyFloat_CheckExact(o)) return !isnan(PyFloat_AS_DOUBLE(o));
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+      if (!plain_arg(PyTuple_GET_ITEM(o, i))) return false;
+    return true;
+  }
+  return false;
+}
+
+/* head order for ranking: ORD_*, or -1 when the heads cannot be ranked (no exception left set) */
+static int rank_head_order(UOp *a, UOp *b) {
+  if (a->op == b->op && a->arg != b->arg && (!plain_arg(a->arg) || !plain_arg(b->arg))) return -1;
+  int r = uop_head_order(a, b);
+  if (r < 0) PyErr_Clear();
+  return r;
+}
+
+/* merge sort of positions by head (stable); -1: cannot rank */
+static int sort_by_head(UOp **nodes, Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_t n) {
+  if (n < 2) return 0;
+  Py_ssize_t h = n / 2;
+  if (sort_by_head(nodes, idx, tmp, h) < 0 || sort_by_head(nodes, idx + h, tmp, n - h) < 0) return -1;
+  Py_ssize_t i = 0, j = h, k = 0;
+  while (i < h && j < n) {
+    int r = rank_head_order(nodes[idx[j]], nodes[idx[i]]);
+    if (r < 0) return -1;
+    tmp[k++] = r == ORD_LESS ? idx[j++] : idx[i++];
+  }
+  while (i < h) tmp[k++] = idx[i++];
+  while (j < n) tmp[k++] = idx[j++];
+  memcpy(idx, tmp, sizeof(Py_ssize_t) * (size_t)n);
+  return 0;
+}
+
+static void tokens_free(Tokens *t) { PyMem_Free(t->tok); PyMem_Free(t->len); PyMem_Free(t->complete); memset(t, 0, sizeof(*t)); }
+
+/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked */
+static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head) {
+  Py_ssize_t n = g->n;
+  for (Py_ssize_t i = 0; i < n; i++) idx[i] = i;
+  if (sort_by_head(g->nodes, idx, tmp, n) < 0) return 1;
+  uint32_t cls = 0;
+  Py_ssize_t start = 0;   /* where the current class begins in idx */
+  for (Py_ssize_t k = 0; k < n; k++) {
+    UOp *u = g->nodes[idx[k]];
+    if (k > 0) {
+      int o = rank_head_order(g->nodes[idx[k - 1]], u);
+      if (o < 0) return 1;
+      if (o == ORD_NOT_LESS) {   /* equivalent (neither less) or the sort's order is not consistent */
+        int back = rank_head_order(u, g->nodes[idx[k - 1]]);
+        if (back != ORD_NOT_LESS) return 1;
+      }
+      if (o == ORD_LESS) cls++, start = k;
+    } else cls = 1;
+    if (cls >= (1u << (32 - TOK_GROUP_BITS))) return 1;
+    uint32_t group = 0, groups = 0;   /* the ==-equal group within the class: an earlier member's, or new */
+    bool found = false;
+    for (Py_ssize_t m = start; m < k && !found; m++) {
+      uint32_t gm = head[idx[m]] & ((1u << TOK_GROUP_BITS) - 1);
+      if (gm >= groups) groups = gm + 1;
+      int e = rank_head_order(g->nodes[idx[m]], u);
+      if (e < 0) return 1;
+      if (e == ORD_EQUAL) group = gm, found = true;
+    }
+    if (!found) {
+      for (Py_ssize_t m = start; m < k; m++) {
+        uint32_t gm = head[idx[m]] & ((1u << TOK_GROUP_BITS) - 1);
+        if (gm >= groups) groups = gm + 1;
+      }
+      group = groups;
+    }
+    if (group >= (1u << TOK_GROUP_BITS)) return 1;
+    head[idx[k]] = cls << TOK_GROUP_BITS | group;
+  }
+  return 0;
+}
+
+/* the token prefixes of every node; 0 with t->tok NULL when the heads cannot be ranked, -1 on error */
+static int tokens_init(Tokens *t, Graph *g) {
+  Py_ssize_t n = g->n;
+  memset(t, 0, sizeof(*t));
+  Py_ssize_t *idx = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1)), *tmp = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+  uint32_t *head = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n + 1));
+  t->tok = PyMem_Malloc(sizeof(uint32_t) * TOK_K * (size_t)(n + 1));
+  t->len = PyMem_Malloc(sizeof(uint16_t) * ((size_t)n + 1)), t->complete = PyMem_Malloc((size_t)n + 1);
+  int rc = 0;
+  if (!idx || !tmp || !head || !t->tok || !t->len || !t->complete) { PyErr_NoMemory(); rc = -1; tokens_free(t); goto out; }
+  if (rank_heads(g, idx, tmp, head)) { tokens_free(t); goto out; }
+  for (Py_ssize_t i = 0; i < n; i++) {   /* sources first: a toposort */
+    UOp *u = g->nodes[i];
+    uint32_t *tk = &t->tok[i * TOK_K];
+    int len = 0;
+    bool complete = true;
+    tk[len++] = head[i];
+    for (int s = 0; s < u->nsrc && complete; s++) {
+      Py_ssize_t j = (Py_ssize_t)ptrmap_get(&g->pos, u->src[s]) - 1;
+      int take = t->len[j] < TOK_K - len ? t->len[j] : TOK_K - len;
+      memcpy(tk + len, &t->tok[j * TOK_K], sizeof(uint32_t) * (size_t)take);
+      len += take;
+      if (take < t->len[j] || !t->complete[j]) complete = false;
+    }
+    if (complete && len < TOK_K) tk[len++] = 0;
+    else complete = false;
+    t->len[i] = (uint16_t)len, t->complete[i] = complete;
+  }
+out:
+  PyMem_Free(idx); PyMem_Free(tmp); PyMem_Free(head);
+  return rc;
+}
+
+/* a.tuplize vs b.tuplize (positions i, j) */
+static int tuplize_order_at(const Tokens *t, Graph *g, Py_ssize_t i, Py_ssize_t j) {
+  if (t->tok) {
+    const uint32_t *x = &t->tok[i * TOK_K], *y = &t->tok[j * TOK_K];
+    int m = t->len[i] < t->len[j] ? t->len[i] : t->len[j];
+    for (int k = 0; k < m; k++) {
+      if (x[k] == y[k]) continue;
+      if ((x[k] >> TOK_GROUP_BITS) == (y[k] >> TOK_GROUP_BITS)) return ORD_NOT_LESS;   /* equivalent heads, not equal */
+      return x[k] < y[k] ? ORD_LESS : ORD_NOT_LESS;
+    }
+    if (t->complete[i] && t->complete[j]) return ORD_EQUAL;
+  }
+  return uop_tuplize_order(g->nodes[i], g->nodes[j]);
 }
 
 /* Python's sorted() only asks `<`, and its exact result depends on the order of its questions when the
  * order is not consistent (a NaN const answers False both ways), so the sort is Python's own list.sort,
  * over one small key object per position whose `<` is key_less: the same questions in the same order as
  * tinygrad's sorted(lst, key=...), without a Python call per comparison. */
-typedef struct { Graph *g; Key *keys; } SortCtx;
+typedef struct { Graph *g; Key *keys; Tokens tokens; } SortCtx;
+
+/* priorities[a] + a.tuplize < priorities[b] + b.tuplize (positions i, j): 1, 0, or -1 on error */
+static int key_less(SortCtx *c, Py_ssize_t i, Py_ssize_t j) {
+  const Key *ka = &c->keys[i], *kb = &c->keys[j];
+  int r = py_value_order(ka->run_count, kb->run_count);
+  if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
+  if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
+  if (r == ORD_EQUAL && tuple_order) r = tuplize_order_at(&c->tokens, c->g, i, j);
+  return r < 0 ? -1 : r == ORD_LESS;
+}
 
 typedef struct { PyObject_HEAD SortCtx *c; Py_ssize_t i; } SortKey;
 
@@ -150,7 +306,7 @@ static PyObject *SortKey_richcompare(PyObject *a, PyObject *b, int op) {
   if (op != Py_LT || Py_TYPE(a) != Py_TYPE(b)) Py_RETURN_NOTIMPLEMENTED;
   SortKey *x = (SortKey *)a, *y = (SortKey *)b;
   SortCtx *c = x->c;
-  int lt = key_less(&c->keys[x->i], c->g->nodes[x->i], &c->keys[y->i], c->g->nodes[y->i]);
+  int lt = key_less(c, x->i, y->i);
   return lt < 0 ? NULL : Py_NewRef(lt ? Py_True : Py_False);
 }
 
@@ -248,8 +404,11 @@ static PyObject *linearize(UOp *sink) {
   Py_ssize_t *order = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), *tmp = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
   if (!keys || !order || !tmp) { PyErr_NoMemory(); goto done; }
   if (graph_init(&g, list) < 0 || make_keys(&g, keys) < 0) goto done;
-  SortCtx ctx = {&g, keys};
-  if (sort_positions(&ctx, order) < 0) goto done;
+  SortCtx ctx = {&g, keys, {0}};
+  if (tuple_order && tokens_init(&ctx.tokens, &g) < 0) goto done;
+  int sorted = sort_positions(&ctx, order);
+  tokens_free(&ctx.tokens);
+  if (sorted < 0) goto done;
   for (Py_ssize_t r = 0; r < n; r++) tmp[order[r]] = r;   /* tmp becomes rank_of[position] */
   ret = walk_from_sink(&g, order, tmp, sink);
 done:

@@ -559,7 +559,13 @@ static PyObject *value_name(RenderState *st, UOp *u, int *prefix) {
   if (u->op == OP_SPECIAL) return u->arg;
   if (u->op == OP_RANGE) return range_name(u);
   *prefix = prefix_of((Op)u->op);
-  return pool_keep(PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], st->counters[*prefix]));
+  long k = st->counters[*prefix];
+  static PyObject *cache[PFX_COUNT][1024];   /* "alu0", "alu1", ...: the same strs every render */
+  if (k >= 0 && k < 1024) {
+    if (!cache[*prefix][k] && !(cache[*prefix][k] = PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], k))) return NULL;
+    return cache[*prefix][k];
+  }
+  return pool_keep(PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], k));
 }
 
 /* one node of the loop body */
@@ -629,9 +635,19 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
   PatternMatcher *pm = native_get("cstyle_base_rewrite");
   PyObject *uops = pm ? uop_sequence(uops_in) : NULL;
   if (!uops) return NULL;
-  RenderState st = {self, pm, PyDict_New(), PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_int("EXPAND_SSA", 0) != 0};
-  PyObject *ret = NULL, *name = NULL, *bufs;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(uops);
+#if PY_VERSION_HEX < 0x030D0000
+  PyObject *r = _PyDict_NewPresized(n);   /* a text for (nearly) every node: no rehashing while filling */
+#else
+  PyObject *r = PyDict_New();
+#endif
+  RenderState st = {self, pm, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_int("EXPAND_SSA", 0) != 0};
+  PyObject *ret = NULL, *name = NULL, *bufs;
+  size_t cap = 64;
+  while (cap < (size_t)n * 4) cap *= 2;   /* child counts: sized up front, at most half full */
+  st.child_count.keys = PyMem_Calloc(cap, sizeof(void *)), st.child_count.vals = PyMem_Calloc(cap, sizeof(void *));
+  if (!st.child_count.keys || !st.child_count.vals) { ptrmap_free(&st.child_count); PyErr_NoMemory(); goto done; }
+  st.child_count.cap = cap;
   if (!st.r || !st.bufs || !st.kernel || count_children(&st.child_count, PySequence_Fast_ITEMS(uops), n) < 0) goto done;
   Py_XSETREF(self->r, Py_NewRef(st.r));
   for (Py_ssize_t i = 0; i < n; i++) {

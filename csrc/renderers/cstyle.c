@@ -643,11 +643,7 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
 #endif
   RenderState st = {self, pm, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_int("EXPAND_SSA", 0) != 0};
   PyObject *ret = NULL, *name = NULL, *bufs;
-  size_t cap = 64;
-  while (cap < (size_t)n * 4) cap *= 2;   /* child counts: sized up front, at most half full */
-  st.child_count.keys = PyMem_Calloc(cap, sizeof(void *)), st.child_count.vals = PyMem_Calloc(cap, sizeof(void *));
-  if (!st.child_count.keys || !st.child_count.vals) { ptrmap_free(&st.child_count); PyErr_NoMemory(); goto done; }
-  st.child_count.cap = cap;
+  if (ptrmap_reserve(&st.child_count, (size_t)n * 2) < 0) goto done;   /* child counts: sized up front */
   if (!st.r || !st.bufs || !st.kernel || count_children(&st.child_count, PySequence_Fast_ITEMS(uops), n) < 0) goto done;
   Py_XSETREF(self->r, Py_NewRef(st.r));
   for (Py_ssize_t i = 0; i < n; i++) {

@@ -80,6 +80,7 @@ static void graph_free(Graph *g) {
 static int graph_init(Graph *g, PyObject *list) {
   g->nodes = (UOp **)PySequence_Fast_ITEMS(list), g->n = PyList_GET_SIZE(list);
   if (!(g->ranges = PyMem_Calloc((size_t)g->n + 1, sizeof(PtrVec)))) { PyErr_NoMemory(); return -1; }
+  if (ptrmap_reserve(&g->pos, (size_t)g->n) < 0) return -1;
   for (Py_ssize_t i = 0; i < g->n; i++)
     if (ptrmap_set(&g->pos, g->nodes[i], (void *)(i + 1)) < 0) return -1;
   for (Py_ssize_t i = 0; i < g->n; i++)   /* sources come first in a toposort */
@@ -649,6 +650,7 @@ PyObject *cfg_edges(UOp *sink) {
     order.items = (void **)PySequence_Fast_ITEMS(nodes), order.len = PyList_GET_SIZE(nodes);
     if (!(c.deps = PyMem_Calloc((size_t)order.len + 1, sizeof(DepSet *)))) { PyErr_NoMemory(); rc = -1; }
   }
+  if (rc == 0) rc = ptrmap_reserve(&c.pos, (size_t)order.len);
   for (Py_ssize_t i = 0; rc == 0 && i < order.len; i++) rc = ptrmap_set(&c.pos, order.items[i], (void *)(i + 1));
   if (rc == 0) rc = fill_deps_and_nesting(&c, &order);
   if (rc == 0) rc = edges_from_nesting(&c, edges);

@@ -291,7 +291,7 @@ static PyObject *UOp_reduce_m(UOp *self, PyObject *args, PyObject *kw) {
   return make_with_args(OP_REDUCE, self->dtype, self, args, kw, false, "reduce");
 }
 
-static PyObject *UOp_cast(UOp *self, PyObject *dtype) {
+PyObject *UOp_cast(UOp *self, PyObject *dtype) {
   DType *dt = as_dtype(dtype, "cast dtype");
   if (!dt) return NULL;
   /* a scalar target widens to self's vector width */
@@ -304,7 +304,7 @@ static PyObject *UOp_bitcast(UOp *self, PyObject *dtype) {
   return dt ? (PyObject *)uop_new1(OP_BITCAST, dt, self, NULL) : NULL;
 }
 
-static PyObject *UOp_gep(UOp *self, PyObject *i) {
+PyObject *UOp_gep(UOp *self, PyObject *i) {
   if (PyTuple_Check(i) && PyTuple_GET_SIZE(i) == 1) i = PyTuple_GET_ITEM(i, 0);
   if (PyLong_Check(i)) {
     Py_ssize_t k = PyLong_AsSsize_t(i);

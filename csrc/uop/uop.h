@@ -125,6 +125,10 @@ void uop_ranges_memo_free(PtrMap *memo);
 /* tinygrad's range_start: the first source of op that is a range it ends, -1 for ops that end none */
 int uop_range_start(Op op);
 
+/* u.cast(dtype) and u.gep(i) as the methods (ops_sugar.c), for C callers: new reference */
+PyObject *UOp_cast(UOp *self, PyObject *dtype);
+PyObject *UOp_gep(UOp *self, PyObject *i);
+
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);
 

@@ -336,6 +336,9 @@ PyObject *UOp_gep(UOp *self, PyObject *i) {
 static PyObject *UOp_broadcast(UOp *self, PyObject *count_obj) {
   long count = PyLong_AsLong(count_obj);
   if (count == -1 && PyErr_Occurred()) return NULL;
+  return uop_broadcast(self, count);
+}
+PyObject *uop_broadcast(UOp *self, long count) {
   if (dtype_vcount(self->dtype) != 1) return PyErr_Format(PyExc_ValueError, "broadcast of a vector %R", (PyObject *)self->dtype);
   if (count == 1) return Py_NewRef(self);
   if (count < 1 || count > UOP_MAX_SRC) return PyErr_Format(PyExc_ValueError, "bad broadcast count %ld", count);

@@ -128,6 +128,7 @@ int uop_range_start(Op op);
 /* u.cast(dtype) and u.gep(i) as the methods (ops_sugar.c), for C callers: new reference */
 PyObject *UOp_cast(UOp *self, PyObject *dtype);
 PyObject *UOp_gep(UOp *self, PyObject *i);
+PyObject *uop_broadcast(UOp *self, long count);   /* u.broadcast(count) */
 
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);

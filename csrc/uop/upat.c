@@ -421,6 +421,13 @@ static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, U
   for (; i < n; i++) {
     Rule *rule = pm->rules[pm->by_op[u->op][i]];
     if (early_rejected(rule, src_ops)) continue;
+    UPat *p = rule->pat;   /* what match() would reject first, without the call */
+    if (!p->is_any) {
+      if (!dtype_ok(p, u) || u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) continue;
+      bool fits = true;
+      for (int k = 0; k < rule->npos && k < (int)u->nsrc && fits; k++) fits = opset_has(rule->pos_ops[k], u->src[k]->op);
+      if (!fits) continue;
+    }
     PyObject *ret;
     if (apply_rule(rule, u, ctx, capp, &ret) < 0) break;
     if (!ret) continue;
@@ -494,6 +501,23 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
   }
   memcpy(r->names, names, sizeof(int) * (size_t)n);
   r->nnames = n;
+  /* sources in fixed positions (not permuted, not repeated) with known ops: a node whose source at such a
+   * position has another op cannot match, whatever the rest of the pattern says */
+  if (!pat->is_any && pat->src_kind == SRC_TUPLE) {
+    for (int i = 0; i < pat->nsrc && i < 4; i++) {
+      UPat *sp = pat->src[i];
+      OpSet set = {{0, 0}};
+      bool known = sp->is_any ? sp->nsrc > 0 : sp->has_ops;
+      if (sp->is_any) {
+        for (int k = 0; k < sp->nsrc && known; k++) {
+          if (sp->src[k]->is_any || !sp->src[k]->has_ops) known = false;
+          else set.bits[0] |= sp->src[k]->ops.bits[0], set.bits[1] |= sp->src[k]->ops.bits[1];
+        }
+      } else set = sp->ops;
+      r->pos_ops[i] = known ? set : (OpSet){{~(uint64_t)0, ~(uint64_t)0}};
+      r->npos = i + 1;
+    }
+  }
   if (fn) {   /* does the callable take ctx? (tinygrad asks inspect.signature) */
     PyObject *inspect = PyImport_ImportModule("inspect"), *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", fn) : NULL;
     PyObject *params = sig ? PyObject_GetAttrString(sig, "parameters") : NULL, *ctx_name = PyUnicode_FromString("ctx");

@@ -94,6 +94,8 @@ static int graph_init(Graph *g, PyObject *list) {
 
 typedef struct {
   PyObject *run_count;   /* owned: prod(int(r.vmax)+1 for r in u.ranges) */
+  long long rc;          /* run_count as a C integer when small is set (it fits) */
+  bool small;
   int priority;          /* smaller is placed earlier */
   PyObject *extra;       /* borrowed u->arg for the defines whose order is their arg; NULL for None */
 } Key;
@@ -294,7 +296,8 @@ typedef struct { Graph *g; Key *keys; Tokens tokens; } SortCtx;
 /* priorities[a] + a.tuplize < priorities[b] + b.tuplize (positions i, j): 1, 0, or -1 on error */
 static int key_less(SortCtx *c, Py_ssize_t i, Py_ssize_t j) {
   const Key *ka = &c->keys[i], *kb = &c->keys[j];
-  int r = py_value_order(ka->run_count, kb->run_count);
+  int r = ka->small && kb->small ? (ka->rc == kb->rc ? ORD_EQUAL : ka->rc < kb->rc ? ORD_LESS : ORD_NOT_LESS)
+                                 : py_value_order(ka->run_count, kb->run_count);
   if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
   if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
   if (r == ORD_EQUAL && tuple_order) r = tuplize_order_at(&c->tokens, c->g, i, j);
@@ -389,6 +392,12 @@ static int make_keys(Graph *g, Key *keys) {
   for (Py_ssize_t i = 0; i < g->n; i++) {
     UOp *u = g->nodes[i];
     if (!(keys[i].run_count = run_count(&g->ranges[i]))) return -1;
+    if (PyLong_CheckExact(keys[i].run_count)) {
+      int overflow;
+      keys[i].rc = PyLong_AsLongLongAndOverflow(keys[i].run_count, &overflow);
+      if (keys[i].rc == -1 && PyErr_Occurred()) return -1;
+      keys[i].small = !overflow;
+    }
     keys[i].priority = op_priority(u->op);
     keys[i].extra = (u->op == OP_DEFINE_GLOBAL || u->op == OP_DEFINE_VAR) ? u->arg : NULL;
   }

@@ -295,8 +295,11 @@ static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
       if (!truth) continue;
     }
     if (ptrvec_push(&stack, (void *)((uintptr_t)node | 1)) < 0) goto end;
-    for (int i = node->nsrc - 1; i >= 0; i--)
-      if (ptrvec_push(&stack, node->src[i]) < 0) goto end;
+    for (int i = node->nsrc - 1; i >= 0; i--) {   /* a source already done would be skipped when popped */
+      UOp *s = node->src[i];
+      if (gate ? ptrmap_has(&done, s) : (s->flags & FLAG_VISITED)) continue;
+      if (ptrvec_push(&stack, s) < 0) goto end;
+    }
   }
   rc = 0;
 end:

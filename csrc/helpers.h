@@ -41,8 +41,7 @@ static inline bool ptrmap_has(const PtrMap *m, const void *key) {
     if (!m->keys[i]) return false;
   }
 }
-static inline int ptrmap_grow(PtrMap *m) {
-  size_t cap = m->cap ? m->cap * 2 : 64;
+static inline int ptrmap_rehash(PtrMap *m, size_t cap) {
   void **keys = PyMem_Calloc(cap, sizeof(void *)), **vals = PyMem_Calloc(cap, sizeof(void *));
   if (!keys || !vals) { PyMem_Free(keys); PyMem_Free(vals); PyErr_NoMemory(); return -1; }
   for (size_t i = 0; i < m->cap; i++) {
@@ -54,6 +53,13 @@ static inline int ptrmap_grow(PtrMap *m) {
   PyMem_Free(m->keys); PyMem_Free(m->vals);
   m->keys = keys, m->vals = vals, m->cap = cap;
   return 0;
+}
+static inline int ptrmap_grow(PtrMap *m) { return ptrmap_rehash(m, m->cap ? m->cap * 2 : 64); }
+/* room for n keys without growing (one allocation instead of a doubling series) */
+static inline int ptrmap_reserve(PtrMap *m, size_t n) {
+  size_t cap = m->cap ? m->cap : 64;
+  while (cap < n * 2 + 2) cap *= 2;
+  return cap == m->cap ? 0 : ptrmap_rehash(m, cap);
 }
 /* Insert or overwrite. */
 static inline int ptrmap_set(PtrMap *m, void *key, void *val) {

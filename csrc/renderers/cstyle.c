@@ -9,11 +9,98 @@
 #include <math.h>
 #include <stdlib.h>
 #include <stddef.h>
+#include <stdarg.h>
+#include <string.h>
 
 static int SLOT_bidx, SLOT_cast_root;
 
 /* a rule's text result, handed to the pool */
 #define TEXT(expr) ((UOp *)pool_keep(expr))
+
+/* PyUnicode_FromFormat for the few conversions this file uses (%S %U %s %c %d %ld %zd %%), without
+ * CPython's general writer: the pieces are measured, then copied once into a new str. The result is
+ * the same str; anything else goes to PyUnicode_FromFormatV. */
+typedef struct { const char *s; Py_ssize_t n; PyObject *o; } FmtPiece;
+static PyObject *text_format(const char *fmt, ...) {
+  va_list va, again;
+  va_start(va, fmt);
+  va_copy(again, va);
+  FmtPiece p[24];
+  char nums[6][24];
+  int np = 0, nnum = 0;
+  Py_ssize_t len = 0;
+  Py_UCS4 maxc = 127;
+  PyObject *ret = NULL;
+  bool fallback = false, failed = false;
+  for (const char *f = fmt; *f && !fallback && !failed;) {
+    if (np == 24) { fallback = true; break; }
+    if (*f != '%') {
+      const char *st = f;
+      while (*f && *f != '%') fallback |= (unsigned char)*f++ >= 128;
+      p[np++] = (FmtPiece){st, f - st, NULL};
+      continue;
+    }
+    f++;
+    if (*f == 'S' || *f == 'U') {
+      PyObject *o = va_arg(va, PyObject *), *str = PyUnicode_Check(o) ? Py_NewRef(o) : PyObject_Str(o);
+      if (!str) { failed = true; break; }
+      p[np++] = (FmtPiece){NULL, PyUnicode_GET_LENGTH(str), str};
+      Py_UCS4 m = PyUnicode_MAX_CHAR_VALUE(str);
+      if (m > maxc) maxc = m;
+      f++;
+    } else if (*f == 's') {
+      const char *c = va_arg(va, const char *);
+      Py_ssize_t n = (Py_ssize_t)strlen(c);
+      for (Py_ssize_t i = 0; i < n; i++) fallback |= (unsigned char)c[i] >= 128;
+      p[np++] = (FmtPiece){c, n, NULL};
+      f++;
+    } else if (*f == '%') {
+      p[np++] = (FmtPiece){"%", 1, NULL};
+      f++;
+    } else if (nnum == 6) {
+      fallback = true;
+    } else if (*f == 'c') {
+      int c = va_arg(va, int);
+      if (c <= 0 || c >= 128) { fallback = true; break; }
+      nums[nnum][0] = (char)c;
+      p[np++] = (FmtPiece){nums[nnum++], 1, NULL};
+      f++;
+    } else if (*f == 'd' || (f[0] == 'l' && f[1] == 'd') || (f[0] == 'z' && f[1] == 'd')) {
+      long long v = *f == 'd' ? va_arg(va, int) : *f == 'l' ? va_arg(va, long) : (long long)va_arg(va, Py_ssize_t);
+      int n = snprintf(nums[nnum], sizeof(nums[nnum]), "%lld", v);
+      p[np++] = (FmtPiece){nums[nnum++], n, NULL};
+      f += *f == 'd' ? 1 : 2;
+    } else {
+      fallback = true;
+    }
+  }
+  if (!fallback && !failed) {
+    for (int i = 0; i < np; i++) len += p[i].n;
+    if ((ret = PyUnicode_New(len, maxc))) {
+      Py_ssize_t pos = 0;
+      if (maxc < 128) {
+        char *d = (char *)PyUnicode_1BYTE_DATA(ret);
+        for (int i = 0; i < np; i++) memcpy(d + pos, p[i].o ? (const char *)PyUnicode_1BYTE_DATA(p[i].o) : p[i].s, (size_t)p[i].n), pos += p[i].n;
+      } else {
+        int kind = PyUnicode_KIND(ret);
+        void *d = PyUnicode_DATA(ret);
+        for (int i = 0; i < np && ret; i++) {
+          if (p[i].o) {
+            if (PyUnicode_CopyCharacters(ret, pos, p[i].o, 0, p[i].n) < 0) Py_CLEAR(ret);
+            pos += p[i].n;
+          } else
+            for (Py_ssize_t k = 0; k < p[i].n; k++) PyUnicode_WRITE(kind, d, pos++, (Py_UCS4)(unsigned char)p[i].s[k]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < np; i++) Py_XDECREF(p[i].o);
+  if (fallback && !failed) ret = PyUnicode_FromFormatV(fmt, again);
+  va_end(again);
+  va_end(va);
+  return ret;
+}
+#define PyUnicode_FromFormat text_format
 
 /* ================================================================================================
  * Clang's language settings (the ones the render loop reads; also published as class attributes)
@@ -404,17 +491,15 @@ static long env_int(const char *key, long dflt) {
 typedef struct {
   RendererObject *self;
   PatternMatcher *pm;
-  PyObject *r, *child_count, *bufs, *kernel;
+  PyObject *r, *bufs, *kernel;
+  PtrMap child_count;        /* node -> how many sources name it (tinygrad's Counter) */
   PyObject *name;            /* the SINK's function name (pooled) when this node set it */
   int depth;
   long counters[PFX_COUNT];
   bool expand_ssa;
 } RenderState;
 
-static long child_count(RenderState *st, UOp *u) {
-  PyObject *c = PyDict_GetItem(st->child_count, (PyObject *)u);
-  return c ? PyLong_AsLong(c) : 0;
-}
+static long child_count(RenderState *st, UOp *u) { return (long)(intptr_t)ptrmap_get(&st->child_count, u); }
 
 /* STORE: every global buffer the stored-to pointer comes from becomes writable */
 static int mark_writable(RenderState *st, UOp *ptr) {
@@ -474,7 +559,13 @@ static PyObject *value_name(RenderState *st, UOp *u, int *prefix) {
   if (u->op == OP_SPECIAL) return u->arg;
   if (u->op == OP_RANGE) return range_name(u);
   *prefix = prefix_of((Op)u->op);
-  return pool_keep(PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], st->counters[*prefix]));
+  long k = st->counters[*prefix];
+  static PyObject *cache[PFX_COUNT][1024];   /* "alu0", "alu1", ...: the same strs every render */
+  if (k >= 0 && k < 1024) {
+    if (!cache[*prefix][k] && !(cache[*prefix][k] = PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], k))) return NULL;
+    return cache[*prefix][k];
+  }
+  return pool_keep(PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], k));
 }
 
 /* one node of the loop body */
@@ -517,15 +608,11 @@ static int render_uop(RenderState *st, UOp *u) {
 }
 
 /* Counter(v for u in uops for v in u.src) */
-static int count_children(PyObject *counts, PyObject *const *uops, Py_ssize_t n) {
+static int count_children(PtrMap *counts, PyObject *const *uops, Py_ssize_t n) {
   for (Py_ssize_t i = 0; i < n; i++) {
     UOp *u = (UOp *)uops[i];
-    for (int j = 0; j < u->nsrc; j++) {
-      PyObject *old = PyDict_GetItem(counts, (PyObject *)u->src[j]);
-      PyObject *c = PyLong_FromLong((old ? PyLong_AsLong(old) : 0) + 1);
-      if (!c || PyDict_SetItem(counts, (PyObject *)u->src[j], c) < 0) { Py_XDECREF(c); return -1; }
-      Py_DECREF(c);
-    }
+    for (int j = 0; j < u->nsrc; j++)
+      if (ptrmap_set(counts, u->src[j], (void *)((intptr_t)ptrmap_get(counts, u->src[j]) + 1)) < 0) return -1;
   }
   return 0;
 }
@@ -548,10 +635,16 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
   PatternMatcher *pm = native_get("cstyle_base_rewrite");
   PyObject *uops = pm ? uop_sequence(uops_in) : NULL;
   if (!uops) return NULL;
-  RenderState st = {self, pm, PyDict_New(), PyDict_New(), PyDict_New(), PyList_New(0), NULL, 1, {0}, env_int("EXPAND_SSA", 0) != 0};
-  PyObject *ret = NULL, *name = NULL, *bufs;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(uops);
-  if (!st.r || !st.child_count || !st.bufs || !st.kernel || count_children(st.child_count, PySequence_Fast_ITEMS(uops), n) < 0) goto done;
+#if PY_VERSION_HEX < 0x030D0000
+  PyObject *r = _PyDict_NewPresized(n);   /* a text for (nearly) every node: no rehashing while filling */
+#else
+  PyObject *r = PyDict_New();
+#endif
+  RenderState st = {self, pm, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_int("EXPAND_SSA", 0) != 0};
+  PyObject *ret = NULL, *name = NULL, *bufs;
+  if (ptrmap_reserve(&st.child_count, (size_t)n * 2) < 0) goto done;   /* child counts: sized up front */
+  if (!st.r || !st.bufs || !st.kernel || count_children(&st.child_count, PySequence_Fast_ITEMS(uops), n) < 0) goto done;
   Py_XSETREF(self->r, Py_NewRef(st.r));
   for (Py_ssize_t i = 0; i < n; i++) {
     Py_ssize_t mark = pool_mark();
@@ -564,7 +657,8 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
   if ((bufs = PyDict_Values(st.bufs))) ret = Py_BuildValue("(NON)", name ? Py_NewRef(name) : PyUnicode_FromString("test"), st.kernel, bufs);
 done:
   Py_CLEAR(self->r);
-  Py_XDECREF(name); Py_XDECREF(st.r); Py_XDECREF(st.child_count); Py_XDECREF(st.bufs); Py_XDECREF(st.kernel); Py_DECREF(uops);
+  ptrmap_free(&st.child_count);
+  Py_XDECREF(name); Py_XDECREF(st.r); Py_XDECREF(st.bufs); Py_XDECREF(st.kernel); Py_DECREF(uops);
   return ret;
 }
 

@@ -123,7 +123,7 @@ UOp *u_where(UOp *c, UOp *t, UOp *f) {
   UOp *src[3] = {c, t, f};
   return KEEP(uop_alu(OP_WHERE, src, 3));
 }
-UOp *u_cast(UOp *a, DType *dt) { return (UOp *)pool_keep(a && dt ? PyObject_CallMethod((PyObject *)a, "cast", "O", (PyObject *)dt) : NULL); }
+UOp *u_cast(UOp *a, DType *dt) { return (UOp *)pool_keep(a && dt ? UOp_cast(a, (PyObject *)dt) : NULL); }   /* a.cast(dt) */
 UOp *u_recip(UOp *a) { return u_unary(OP_RECIPROCAL, a); }
 UOp *u_unary(Op op, UOp *a) { return a ? KEEP(uop_alu(op, &a, 1)) : NULL; }
 UOp *u_const_like(UOp *a, PyObject *v) { return a && v ? KEEP(uop_const_like(a, v)) : NULL; }
@@ -137,7 +137,7 @@ UOp *u_replace_src(UOp *u, UOp *const *src, int n) {
   for (int i = 0; i < n; i++) if (!src[i]) return NULL;
   return u ? KEEP(uop_new(u->op, u->dtype, src, n, u->arg, uop_tag(u))) : NULL;
 }
-UOp *u_gep(UOp *a, PyObject *i) { return (UOp *)pool_keep(a && i ? PyObject_CallMethod((PyObject *)a, "gep", "(O)", i) : NULL); }
+UOp *u_gep(UOp *a, PyObject *i) { return (UOp *)pool_keep(a && i ? UOp_gep(a, i) : NULL); }   /* a.gep(i) */
 UOp *u_sum(UOp *const *xs, int n) {
   UOp *acc = xs[0];
   for (int i = 1; i < n && acc; i++) acc = (UOp *)pool_keep(xs[i] ? PyNumber_Add((PyObject *)acc, (PyObject *)xs[i]) : NULL);

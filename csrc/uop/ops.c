@@ -11,7 +11,9 @@
  * shrinks back when the graph is dropped. Entries are node pointers; a node carries its hash.
  * ------------------------------------------------------------------------------------------ */
 
-static UOp **table;
+/* a slot keeps the node's hash beside it, so a probe rejects other nodes without touching them */
+typedef struct { UOp *u; uint32_t hash; } Slot;
+static Slot *table;
 static size_t table_cap, table_len;
 static uint64_t table_version;    /* bumped on every insert/delete: detects re-entrant changes */
 #define TABLE_MIN_CAP 1024
@@ -29,14 +31,13 @@ static inline uint64_t mix_hash(uint64_t h, uint64_t v) {
 }
 
 static int table_resize(size_t cap) {
-  UOp **fresh = PyMem_Calloc(cap, sizeof(UOp *));
+  Slot *fresh = PyMem_Calloc(cap, sizeof(Slot));
   if (!fresh) { PyErr_NoMemory(); return -1; }
   for (size_t i = 0; i < table_cap; i++) {
-    UOp *u = table[i];
-    if (!u) continue;
-    size_t j = u->hash & (cap - 1);
-    while (fresh[j]) j = (j + 1) & (cap - 1);
-    fresh[j] = u;
+    if (!table[i].u) continue;
+    size_t j = table[i].hash & (cap - 1);
+    while (fresh[j].u) j = (j + 1) & (cap - 1);
+    fresh[j] = table[i];
   }
   PyMem_Free(table);
   table = fresh, table_cap = cap;
@@ -46,19 +47,19 @@ static int table_resize(size_t cap) {
 
 static void table_remove(UOp *u) {
   size_t mask = table_cap - 1, i = u->hash & mask;
-  while (table[i] != u) {
-    if (!table[i]) return;  /* not interned (construction failed half way) */
+  while (table[i].u != u) {
+    if (!table[i].u) return;  /* not interned (construction failed half way) */
     i = (i + 1) & mask;
   }
   /* backward shift: pull later entries of the probe run into the hole when their home allows */
-  for (size_t k = (i + 1) & mask; table[k]; k = (k + 1) & mask) {
-    size_t home = table[k]->hash & mask;
+  for (size_t k = (i + 1) & mask; table[k].u; k = (k + 1) & mask) {
+    size_t home = table[k].hash & mask;
     if (((k - home) & mask) >= ((k - i) & mask)) table[i] = table[k], i = k;
   }
-  table[i] = NULL;
+  table[i] = (Slot){NULL, 0};
   table_len--, table_version++;
   if (table_cap > TABLE_MIN_CAP && table_len * 8 < table_cap) {
-    UOp **old = table;
+    Slot *old = table;
     size_t old_cap = table_cap;
     if (table_resize(table_cap / 2) < 0) { PyErr_Clear(); table = old, table_cap = old_cap; }
   }
@@ -126,8 +127,10 @@ static UOp *table_find_slow(uint32_t hash, Op op, DType *dtype, UOp *const *src,
     uint64_t version = table_version;
     size_t mask = table_cap - 1, i = hash & mask;
     fresh.len = 0;
-    for (; table[i]; i = (i + 1) & mask)
-      if (same_structure(table[i], hash, op, dtype, src, nsrc) && !in_vec(&seen, table[i]) && ptrvec_push(&fresh, table[i]) < 0) goto end;
+    for (; table[i].u; i = (i + 1) & mask)
+      if (table[i].hash == hash && same_structure(table[i].u, hash, op, dtype, src, nsrc) && !in_vec(&seen, table[i].u) &&
+          ptrvec_push(&fresh, table[i].u) < 0)
+        goto end;
     if (!fresh.len && version == table_version) { *slot = i, *slot_version = version; break; }
     for (Py_ssize_t k = 0; k < fresh.len; k++) {
       UOp *u = (UOp *)Py_NewRef(fresh.items[k]);
@@ -152,9 +155,9 @@ static UOp *table_find(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   uint64_t version = table_version;
   size_t mask = table_cap - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    UOp *u = table[i];
+    UOp *u = table[i].u;
     if (!u) { *slot = i, *slot_version = version; return NULL; }
-    if (u->hash != hash) continue;
+    if (table[i].hash != hash) continue;
     Py_INCREF(u);
     int eq = node_equal(u, op, dtype, src, nsrc, arg, tag);
     if (eq == 1) return u;
@@ -180,7 +183,7 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   if (!u) return (UOp *)PyErr_NoMemory();
   PyObject_Init((PyObject *)u, &UOp_Type);
   u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
-  u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL;
+  u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL, u->rw_id = 0, u->rw_idx = 0;
   Py_INCREF(arg);
   u->arg = arg;
   for (Py_ssize_t i = 0; i < nsrc; i++) {
@@ -210,12 +213,12 @@ UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *ar
   } while (slot_version != table_version);
   UOp *u = alloc_node(hash, op, dtype, src, nsrc, arg, tag);
   if (!u) return NULL;
-  if ((table_len + 1) * 4 > table_cap * 3) {   /* keep the load under 3/4 */
+  if ((table_len + 1) * 2 > table_cap) {   /* keep the load under 1/2: short probe runs */
     if (table_resize(table_cap * 2) < 0) { Py_DECREF(u); return NULL; }
     size_t mask = table_cap - 1;
-    for (slot = hash & mask; table[slot]; slot = (slot + 1) & mask) {}
+    for (slot = hash & mask; table[slot].u; slot = (slot + 1) & mask) {}
   }
-  table[slot] = u;
+  table[slot] = (Slot){u, hash};
   table_len++, table_version++;
   return u;
 }
@@ -292,8 +295,11 @@ static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
       if (!truth) continue;
     }
     if (ptrvec_push(&stack, (void *)((uintptr_t)node | 1)) < 0) goto end;
-    for (int i = node->nsrc - 1; i >= 0; i--)
-      if (ptrvec_push(&stack, node->src[i]) < 0) goto end;
+    for (int i = node->nsrc - 1; i >= 0; i--) {   /* a source already done would be skipped when popped */
+      UOp *s = node->src[i];
+      if (gate ? ptrmap_has(&done, s) : (s->flags & FLAG_VISITED)) continue;
+      if (ptrvec_push(&stack, s) < 0) goto end;
+    }
   }
   rc = 0;
 end:
@@ -484,6 +490,18 @@ static PyObject *UOp_key(UOp *self, void *closure) {
  * ------------------------------------------------------------------------------------------ */
 
 int py_value_order(PyObject *a, PyObject *b) {
+  if (a == b) return ORD_EQUAL;   /* identity first, as PyObject_RichCompareBool (a NaN equals itself) */
+  /* the common cases without Python's protocol: two ints that fit a long long, two floats (a NaN is
+   * neither equal nor less, as Python answers) */
+  if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+    int oa, ob;
+    long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
+    if (!oa && !ob) return x == y ? ORD_EQUAL : x < y ? ORD_LESS : ORD_NOT_LESS;
+    PyErr_Clear();
+  } else if (PyFloat_CheckExact(a) && PyFloat_CheckExact(b)) {
+    double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+    return x == y ? ORD_EQUAL : x < y ? ORD_LESS : ORD_NOT_LESS;
+  }
   int eq = PyObject_RichCompareBool(a, b, Py_EQ);
   if (eq) return eq < 0 ? -1 : ORD_EQUAL;
   int lt = PyObject_RichCompareBool(a, b, Py_LT);
@@ -499,39 +517,55 @@ static int head_order(UOp *a, UOp *b) {
   return lt < 0 ? -1 : lt ? ORD_LESS : ORD_NOT_LESS;
 }
 
+int uop_head_order(UOp *a, UOp *b) { return head_order(a, b); }
+
 typedef struct { UOp *a, *b; int next; } PairFrame;
+
+/* pairs found equal: a few inline, then a map */
+typedef struct { UOp *a[8], *b[8]; int n; PtrMap map; } EqualPairs;
+static bool equal_pairs_has(const EqualPairs *e, UOp *a, UOp *b) {
+  for (int i = 0; i < e->n; i++)
+    if (e->a[i] == a) return e->b[i] == b;
+  return e->map.len && ptrmap_get(&e->map, a) == b;
+}
+static int equal_pairs_add(EqualPairs *e, UOp *a, UOp *b) {
+  if (e->n < 8) { e->a[e->n] = a, e->b[e->n] = b, e->n++; return 0; }
+  return ptrmap_set(&e->map, a, b);
+}
 
 int uop_tuplize_order(UOp *a, UOp *b) {
   if (a == b) return ORD_EQUAL;
   int r = head_order(a, b);
   if (r != ORD_EQUAL) return r;
-  PairFrame *stack = PyMem_Malloc(sizeof(PairFrame) * 16);
-  Py_ssize_t len = 0, cap = 16;
-  PtrMap equal = {0};   /* a -> b for pairs whose tuplizes are equal */
-  if (!stack) { PyErr_NoMemory(); return -1; }
+  PairFrame small[64], *stack = small;
+  Py_ssize_t len = 0, cap = 64;
+  EqualPairs equal;   /* a -> b for pairs whose tuplizes are equal */
+  equal.n = 0, equal.map = (PtrMap){0};
   stack[len++] = (PairFrame){a, b, 0};
   while (len && r == ORD_EQUAL) {
     PairFrame *f = &stack[len - 1];
     int common = f->a->nsrc < f->b->nsrc ? f->a->nsrc : f->b->nsrc;
     if (f->next == common) {   /* every common source equal: the shorter is less */
       if (f->a->nsrc != f->b->nsrc) r = f->a->nsrc < f->b->nsrc ? ORD_LESS : ORD_NOT_LESS;
-      else if (ptrmap_set(&equal, f->a, f->b) < 0) r = -1;
+      else if (equal_pairs_add(&equal, f->a, f->b) < 0) r = -1;
       len--;
       continue;
     }
     UOp *x = f->a->src[f->next], *y = f->b->src[f->next];
     f->next++;
-    if (x == y || ptrmap_get(&equal, x) == y) continue;
+    if (x == y || equal_pairs_has(&equal, x, y)) continue;
     if ((r = head_order(x, y)) != ORD_EQUAL) break;
     if (len == cap) {
-      PairFrame *grown = PyMem_Realloc(stack, sizeof(PairFrame) * (size_t)(cap *= 2));
+      PairFrame *grown = stack == small ? PyMem_Malloc(sizeof(PairFrame) * (size_t)(cap * 2))
+                                        : PyMem_Realloc(stack, sizeof(PairFrame) * (size_t)(cap * 2));
       if (!grown) { PyErr_NoMemory(); r = -1; break; }
-      stack = grown;
+      if (stack == small) memcpy(grown, small, sizeof(small));
+      stack = grown, cap *= 2;
     }
     stack[len++] = (PairFrame){x, y, 0};
   }
-  PyMem_Free(stack);
-  ptrmap_free(&equal);
+  if (stack != small) PyMem_Free(stack);
+  ptrmap_free(&equal.map);
   return r;
 }
 
@@ -891,7 +925,7 @@ int tinyc_init_uop(PyObject *m) {
   if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
   Py_DECREF(hashlib);
   find_libcrypto();
-  if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }
+  if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(Slot)))) { PyErr_NoMemory(); return -1; }
   table_cap = TABLE_MIN_CAP;
   PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, uop_math_methods, uop_range_methods, uop_eval_methods,
                            uop_renderer_methods, uop_movement_methods, uop_mixin_movement_methods};

@@ -291,7 +291,7 @@ static PyObject *UOp_reduce_m(UOp *self, PyObject *args, PyObject *kw) {
   return make_with_args(OP_REDUCE, self->dtype, self, args, kw, false, "reduce");
 }
 
-static PyObject *UOp_cast(UOp *self, PyObject *dtype) {
+PyObject *UOp_cast(UOp *self, PyObject *dtype) {
   DType *dt = as_dtype(dtype, "cast dtype");
   if (!dt) return NULL;
   /* a scalar target widens to self's vector width */
@@ -304,7 +304,7 @@ static PyObject *UOp_bitcast(UOp *self, PyObject *dtype) {
   return dt ? (PyObject *)uop_new1(OP_BITCAST, dt, self, NULL) : NULL;
 }
 
-static PyObject *UOp_gep(UOp *self, PyObject *i) {
+PyObject *UOp_gep(UOp *self, PyObject *i) {
   if (PyTuple_Check(i) && PyTuple_GET_SIZE(i) == 1) i = PyTuple_GET_ITEM(i, 0);
   if (PyLong_Check(i)) {
     Py_ssize_t k = PyLong_AsSsize_t(i);
@@ -336,6 +336,9 @@ static PyObject *UOp_gep(UOp *self, PyObject *i) {
 static PyObject *UOp_broadcast(UOp *self, PyObject *count_obj) {
   long count = PyLong_AsLong(count_obj);
   if (count == -1 && PyErr_Occurred()) return NULL;
+  return uop_broadcast(self, count);
+}
+PyObject *uop_broadcast(UOp *self, long count) {
   if (dtype_vcount(self->dtype) != 1) return PyErr_Format(PyExc_ValueError, "broadcast of a vector %R", (PyObject *)self->dtype);
   if (count == 1) return Py_NewRef(self);
   if (count < 1 || count > UOP_MAX_SRC) return PyErr_Format(PyExc_ValueError, "bad broadcast count %ld", count);

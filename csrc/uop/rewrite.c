@@ -8,7 +8,7 @@
 
 typedef struct { UOp *n, *new_n; int stage; } Frame;
 
-/* a ring-buffer deque of frames */
+/* a ring-buffer deque of frames; the capacity is a power of two */
 typedef struct { Frame *buf; size_t cap, head, len; } Deque;
 
 static int deque_reserve(Deque *d) {
@@ -16,32 +16,101 @@ static int deque_reserve(Deque *d) {
   size_t cap = d->cap ? d->cap * 2 : 256;
   Frame *buf = PyMem_Malloc(cap * sizeof(Frame));
   if (!buf) { PyErr_NoMemory(); return -1; }
-  for (size_t i = 0; i < d->len; i++) buf[i] = d->buf[(d->head + i) % d->cap];
+  for (size_t i = 0; i < d->len; i++) buf[i] = d->buf[(d->head + i) & (d->cap - 1)];
   PyMem_Free(d->buf);
   d->buf = buf, d->cap = cap, d->head = 0;
   return 0;
 }
 static int push_right(Deque *d, UOp *n, int stage, UOp *new_n) {
   if (deque_reserve(d) < 0) return -1;
-  d->buf[(d->head + d->len++) % d->cap] = (Frame){n, new_n, stage};
+  d->buf[(d->head + d->len++) & (d->cap - 1)] = (Frame){n, new_n, stage};
   return 0;
 }
 static int push_left(Deque *d, UOp *n, int stage, UOp *new_n) {
   if (deque_reserve(d) < 0) return -1;
-  d->head = (d->head + d->cap - 1) % d->cap;
+  d->head = (d->head + d->cap - 1) & (d->cap - 1);
   d->buf[d->head] = (Frame){n, new_n, stage};
   d->len++;
   return 0;
 }
-static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) % d->cap]; }
+static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) & (d->cap - 1)]; }
+
+/* Everything the rewrite knows about a node: its rewritten node (tinygrad's replace), the bottom-up
+ * matcher's cached answer, whether it was queued. The entries sit in one array; a node finds its entry
+ * through its own scratch fields (rw_id: which rewrite, rw_idx: where), with no hashing. A rewrite run
+ * from inside a rule (nested) overwrites those fields of the nodes it meets, so it notes the old values
+ * and puts them back when it ends; an entry is trusted only when it names the node. */
+typedef struct { UOp *key, *replace; void *bpm; bool on_stack; } Entry;
+typedef struct { UOp *u; uint32_t id, idx; } Saved;
+typedef struct {
+  uint32_t id;
+  Entry *e;
+  size_t cap, len;
+  Saved *saved;              /* nested rewrites: the scratch fields to restore */
+  size_t nsaved, saved_cap;
+} NodeMap;
+
+static uint32_t rewrite_last_id;   /* ids of rewrites, never 0 */
+static int rewrite_depth;          /* rewrites running (a nested one saves what it overwrites) */
+
+static Entry *nodemap_get(const NodeMap *m, const UOp *key) {
+  if (key->rw_id != m->id || key->rw_idx >= m->len) return NULL;
+  Entry *e = &m->e[key->rw_idx];
+  return e->key == key ? e : NULL;
+}
+static int nodemap_init(NodeMap *m, size_t cap) {
+  memset(m, 0, sizeof(*m));
+  if (++rewrite_last_id == 0) rewrite_last_id = 1;
+  m->id = rewrite_last_id, m->cap = cap;
+  if (!(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
+  return 0;
+}
+static void nodemap_free(NodeMap *m) {
+  for (size_t i = m->nsaved; i-- > 0;) {   /* newest first: the oldest saved value is the one to keep */
+    Saved *sv = &m->saved[i];
+    if (sv->u->rw_id == m->id) sv->u->rw_id = sv->id, sv->u->rw_idx = sv->idx;
+  }
+  PyMem_Free(m->e); PyMem_Free(m->saved);
+}
+/* the node's entry, added if missing; valid until the next add */
+static Entry *nodemap_add(NodeMap *m, UOp *key) {
+  Entry *e = nodemap_get(m, key);
+  if (e) return e;
+  if (m->len == m->cap) {
+    Entry *bigger = PyMem_Realloc(m->e, m->cap * 2 * sizeof(Entry));
+    if (!bigger) { PyErr_NoMemory(); return NULL; }
+    m->e = bigger, m->cap *= 2;
+  }
+  if (rewrite_depth > 1 && key->rw_id) {
+    if (m->nsaved == m->saved_cap) {
+      size_t cap = m->saved_cap ? m->saved_cap * 2 : 64;
+      Saved *more = PyMem_Realloc(m->saved, cap * sizeof(Saved));
+      if (!more) { PyErr_NoMemory(); return NULL; }
+      m->saved = more, m->saved_cap = cap;
+    }
+    m->saved[m->nsaved++] = (Saved){key, key->rw_id, key->rw_idx};
+  }
+  key->rw_id = m->id, key->rw_idx = (uint32_t)m->len;
+  e = &m->e[m->len++];
+  *e = (Entry){key, NULL, NULL, false};
+  return e;
+}
+static UOp *get_replace(const NodeMap *m, const UOp *n) {
+  Entry *e = nodemap_get(m, n);
+  return e ? e->replace : NULL;
+}
+static int set_replace(NodeMap *m, UOp *n, UOp *to) {
+  Entry *e = nodemap_add(m, n);
+  if (!e) return -1;
+  e->replace = to;
+  return 0;
+}
 
 typedef struct {
   PatternMatcher *pm, *bpm;
   PyObject *ctx;
-  PtrMap replace;            /* node -> its rewritten node */
-  PtrMap bpm_cache;          /* node -> bottom-up result, or the NO_MATCH marker */
-  PtrMap on_stack;
-  PyObject *keep;            /* a list owning every node made here, so the maps' pointers stay valid */
+  NodeMap nodes;
+  PyObject *keep;            /* a list owning every node made here, so the map's pointers stay valid */
 } Rewriter;
 
 static char no_match_marker;
@@ -51,29 +120,38 @@ static int keep_alive(Rewriter *rw, PyObject *o) { return PyList_Append(rw->keep
 
 /* the bottom-up matcher's result for x, cached; *out NULL when nothing fires */
 static int cached_bpm_rewrite(Rewriter *rw, UOp *x, UOp **out) {
-  void *hit = ptrmap_get(&rw->bpm_cache, x);
+  Entry *e = nodemap_get(&rw->nodes, x);
+  void *hit = e ? e->bpm : NULL;
   if (hit) { *out = hit == NO_MATCH ? NULL : hit; return 0; }
   PyObject *ret = pm_rewrite(rw->bpm, x, rw->ctx, true);
   if (!ret && PyErr_Occurred()) return -1;
   if (ret && keep_alive(rw, ret) < 0) { Py_DECREF(ret); return -1; }
   Py_XDECREF(ret);   /* kept alive by rw->keep */
   *out = (UOp *)ret;
-  return ptrmap_set(&rw->bpm_cache, x, ret ? ret : NO_MATCH);
+  if (!(e = nodemap_add(&rw->nodes, x))) return -1;
+  e->bpm = ret ? ret : NO_MATCH;
+  return 0;
 }
 
-/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error. */
+/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error.
+ * The nodes seen so far sit in a small array (most nodes take at most a step or two), then a map. */
 static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
+  UOp *seen_small[8];
+  int nseen = 0;
   PtrMap seen = {0};
   UOp *test_n = n;
   int rc = 0;
   while (test_n) {
-    if (ptrmap_has(&seen, test_n)) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); rc = -1; break; }
-    if (ptrmap_set(&seen, test_n, test_n) < 0) { rc = -1; break; }
+    bool again = ptrmap_has(&seen, test_n);
+    for (int i = 0; i < nseen && !again; i++) again = seen_small[i] == test_n;
+    if (again) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); rc = -1; break; }
+    if (nseen < 8) seen_small[nseen++] = test_n;
+    else if (ptrmap_set(&seen, test_n, test_n) < 0) { rc = -1; break; }
     UOp *next;
     if (cached_bpm_rewrite(rw, test_n, &next) < 0) {
       if (PyErr_ExceptionMatches(BottomUpGate)) {   /* the rule says: this node is final, don't descend */
         PyErr_Clear();
-        rc = ptrmap_set(&rw->replace, n, test_n) < 0 ? -1 : 1;
+        rc = set_replace(&rw->nodes, n, test_n) < 0 ? -1 : 1;
       } else rc = -1;
       break;
     }
@@ -92,8 +170,11 @@ static int stage0(Rewriter *rw, Deque *stack, UOp *n) {
   if (push_right(stack, n, 1, new_n) < 0) return -1;
   for (int i = new_n->nsrc - 1; i >= 0; i--) {
     UOp *x = new_n->src[i];
-    if (ptrmap_has(&rw->on_stack, x)) continue;
-    if (push_right(stack, x, 0, x) < 0 || ptrmap_set(&rw->on_stack, x, x) < 0) return -1;
+    Entry *e = nodemap_add(&rw->nodes, x);
+    if (!e) return -1;
+    if (e->on_stack) continue;
+    e->on_stack = true;
+    if (push_right(stack, x, 0, x) < 0) return -1;
   }
   return 0;
 }
@@ -107,7 +188,7 @@ static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
   bool changed = false;
   int rc = 0;
   for (int i = 0; i < new_n->nsrc; i++) {
-    UOp *rx = ptrmap_get(&rw->replace, new_n->src[i]);
+    UOp *rx = get_replace(&rw->nodes, new_n->src[i]);
     if (!rx) { rc = push_left(stack, n, 1, new_n) < 0 ? -1 : 1; goto end; }
     src[i] = rx;
     changed |= rx != new_n->src[i];
@@ -115,7 +196,7 @@ static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
   UOp *next;
   if (!changed) {
     PyObject *ret = rw->pm ? pm_rewrite(rw->pm, new_n, rw->ctx, true) : NULL;
-    if (!ret) { rc = PyErr_Occurred() ? -1 : ptrmap_set(&rw->replace, n, new_n); goto end; }
+    if (!ret) { rc = PyErr_Occurred() ? -1 : set_replace(&rw->nodes, n, new_n); goto end; }
     int k = keep_alive(rw, ret);
     Py_DECREF(ret);
     if (k < 0) { rc = -1; goto end; }
@@ -137,23 +218,26 @@ static UOp *unified_rewrite(Rewriter *rw, UOp *root) {
   Deque stack = {0};
   UOp *ret = NULL;
   size_t waiting = 0;   /* frames re-queued in a row: a full lap of them means no progress is possible */
-  if (push_right(&stack, root, 0, root) < 0 || ptrmap_set(&rw->on_stack, root, root) < 0) goto end;
+  Entry *re = nodemap_add(&rw->nodes, root);
+  if (!re) goto end;
+  re->on_stack = true;
+  if (push_right(&stack, root, 0, root) < 0) goto end;
   while (stack.len) {
     if (stack.len > REWRITE_STACK_LIMIT) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in graph_rewrite (stack too big)"); goto end; }
     if (waiting > stack.len) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); goto end; }
     Frame f = pop_right(&stack);
-    if (ptrmap_has(&rw->replace, f.n)) continue;
+    if (get_replace(&rw->nodes, f.n)) continue;
     int r;
     if (f.stage == 0) r = stage0(rw, &stack, f.n);
     else if (f.stage == 1) r = stage1(rw, &stack, f.n, f.new_n);
     else {
-      UOp *done = ptrmap_get(&rw->replace, f.new_n);
-      r = done ? ptrmap_set(&rw->replace, f.n, done) : (push_left(&stack, f.n, 2, f.new_n) < 0 ? -1 : 1);
+      UOp *done = get_replace(&rw->nodes, f.new_n);
+      r = done ? set_replace(&rw->nodes, f.n, done) : (push_left(&stack, f.n, 2, f.new_n) < 0 ? -1 : 1);
     }
     if (r < 0) goto end;
     waiting = r == 1 ? waiting + 1 : 0;
   }
-  ret = ptrmap_get(&rw->replace, root);
+  ret = get_replace(&rw->nodes, root);
   Py_XINCREF(ret);
 end:
   PyMem_Free(stack.buf);
@@ -161,10 +245,13 @@ end:
 }
 
 UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
-  Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, {0}, {0}, PyList_New(0)};
+  Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, PyList_New(0)};
   if (!rw.keep) return NULL;
+  if (nodemap_init(&rw.nodes, 128) < 0) { Py_DECREF(rw.keep); return NULL; }
+  rewrite_depth++;
   UOp *ret = unified_rewrite(&rw, sink);
-  ptrmap_free(&rw.replace); ptrmap_free(&rw.bpm_cache); ptrmap_free(&rw.on_stack);
+  rewrite_depth--;
+  nodemap_free(&rw.nodes);
   Py_DECREF(rw.keep);
   return ret;
 }

@@ -70,6 +70,8 @@ typedef struct UOp {
   DType *dtype;          /* borrowed: dtypes are immortal */
   PyObject *arg;         /* owned, never NULL (Py_None) */
   UOpExtra *extra;       /* NULL when the tag is None and nothing is cached */
+  uint32_t rw_id;        /* graph_rewrite's scratch: the rewrite that last touched the node (0: none) */
+  uint32_t rw_idx;       /* and the node's entry in that rewrite's table (see rewrite.c) */
   struct UOp *src[];     /* owned */
 } UOp;
 
@@ -111,6 +113,8 @@ PyObject *uop_toposort_list(UOp *root, PyObject *gate);
 /* tinygrad's a.tuplize vs b.tuplize: ORD_EQUAL, ORD_LESS or ORD_NOT_LESS; -1 with an exception. */
 typedef enum { ORD_EQUAL, ORD_LESS, ORD_NOT_LESS } TupleOrder;
 int uop_tuplize_order(UOp *a, UOp *b);
+/* the first step of it: the order of the (op value, arg, dtype) heads alone */
+int uop_head_order(UOp *a, UOp *b);
 /* One step of Python's tuple comparison: ORD_EQUAL when a == b, else whether a < b; -1 on error. */
 int py_value_order(PyObject *a, PyObject *b);
 
@@ -120,6 +124,11 @@ PyObject *uop_ranges(UOp *u, PtrMap *memo);
 void uop_ranges_memo_free(PtrMap *memo);
 /* tinygrad's range_start: the first source of op that is a range it ends, -1 for ops that end none */
 int uop_range_start(Op op);
+
+/* u.cast(dtype) and u.gep(i) as the methods (ops_sugar.c), for C callers: new reference */
+PyObject *UOp_cast(UOp *self, PyObject *dtype);
+PyObject *UOp_gep(UOp *self, PyObject *i);
+PyObject *uop_broadcast(UOp *self, long count);   /* u.broadcast(count) */
 
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);

@@ -397,30 +397,62 @@ static int apply_rule(Rule *rule, UOp *u, PyObject *ctx, Captures *cap, PyObject
   return r < 0 ? -1 : 0;
 }
 
-PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {
+static bool early_rejected(const Rule *rule, OpSet src_ops) {
+  OpSet er = rule->pat->early_reject;
+  return (er.bits[0] & ~src_ops.bits[0]) || (er.bits[1] & ~src_ops.bits[1]);
+}
+
+/* the rules of u's op from the i-th on (the i-th passed its early reject); kept out of line so the
+ * common "no rule can fire" answer does not pay for the captures on the stack */
+static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop, int i,
+                                                           OpSet src_ops) {
   int n = pm->n_by_op[u->op];
-  if (!n) return NULL;
-  OpSet src_ops = {{0, 0}};
-  for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
-  Captures cap;
-  bool cleared = false;
-  for (int i = 0; i < n; i++) {
+  /* the captures: match() leaves every slot NULL again, so a few zeroed buffers serve every call without
+   * clearing, each marked busy while in use (a rule may rewrite, another thread may run during a Python
+   * rule); with all busy, a cleared local one */
+  static Captures pool[8];
+  static bool busy[8];
+  int b = 0;
+  while (b < 8 && busy[b]) b++;
+  Captures local, *capp = b < 8 ? &pool[b] : &local;
+  if (b < 8) busy[b] = true;
+  else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
+  PyObject *result = NULL;
+  for (; i < n; i++) {
     Rule *rule = pm->rules[pm->by_op[u->op][i]];
-    OpSet er = rule->pat->early_reject;
-    if ((er.bits[0] & ~src_ops.bits[0]) || (er.bits[1] & ~src_ops.bits[1])) continue;
-    if (!cleared) memset(&cap, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED)), cleared = true;
+    if (early_rejected(rule, src_ops)) continue;
+    UPat *p = rule->pat;   /* what match() would reject first, without the call */
+    if (!p->is_any) {
+      if (!dtype_ok(p, u) || u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) continue;
+      bool fits = true;
+      for (int k = 0; k < rule->npos && k < (int)u->nsrc && fits; k++) fits = opset_has(rule->pos_ops[k], u->src[k]->op);
+      if (!fits) continue;
+    }
     PyObject *ret;
-    if (apply_rule(rule, u, ctx, &cap, &ret) < 0) return NULL;
+    if (apply_rule(rule, u, ctx, capp, &ret) < 0) break;
     if (!ret) continue;
     if (ret == (PyObject *)u) { Py_DECREF(ret); continue; }
     if (require_uop && !UOp_Check(ret)) {
       PyErr_Format(PyExc_TypeError, "rewrite rule (UPat made at %S) returned %.100s, not a UOp or None", rule->pat->location,
                    Py_TYPE(ret)->tp_name);
       Py_DECREF(ret);
-      return NULL;
+      break;
     }
-    return ret;
+    result = ret;
+    break;
   }
+  if (b < 8) busy[b] = false;
+  return result;
+}
+
+PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {
+  int n = pm->n_by_op[u->op];
+  if (!n) return NULL;
+  OpSet src_ops = {{0, 0}};
+  for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
+  const int *idx = pm->by_op[u->op];
+  for (int i = 0; i < n; i++)
+    if (!early_rejected(pm->rules[idx[i]], src_ops)) return pm_rewrite_from(pm, u, ctx, require_uop, i, src_ops);
   return NULL;
 }
 
@@ -469,6 +501,23 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
   }
   memcpy(r->names, names, sizeof(int) * (size_t)n);
   r->nnames = n;
+  /* sources in fixed positions (not permuted, not repeated) with known ops: a node whose source at such a
+   * position has another op cannot match, whatever the rest of the pattern says */
+  if (!pat->is_any && pat->src_kind == SRC_TUPLE) {
+    for (int i = 0; i < pat->nsrc && i < 4; i++) {
+      UPat *sp = pat->src[i];
+      OpSet set = {{0, 0}};
+      bool known = sp->is_any ? sp->nsrc > 0 : sp->has_ops;
+      if (sp->is_any) {
+        for (int k = 0; k < sp->nsrc && known; k++) {
+          if (sp->src[k]->is_any || !sp->src[k]->has_ops) known = false;
+          else set.bits[0] |= sp->src[k]->ops.bits[0], set.bits[1] |= sp->src[k]->ops.bits[1];
+        }
+      } else set = sp->ops;
+      r->pos_ops[i] = known ? set : (OpSet){{~(uint64_t)0, ~(uint64_t)0}};
+      r->npos = i + 1;
+    }
+  }
   if (fn) {   /* does the callable take ctx? (tinygrad asks inspect.signature) */
     PyObject *inspect = PyImport_ImportModule("inspect"), *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", fn) : NULL;
     PyObject *params = sig ? PyObject_GetAttrString(sig, "parameters") : NULL, *ctx_name = PyUnicode_FromString("ctx");

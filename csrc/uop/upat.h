@@ -56,6 +56,8 @@ typedef struct Rule {
   bool wants_ctx;            /* the Python callable has a `ctx` parameter */
   int nnames;                /* the capture slots named anywhere in the pattern */
   int *names;
+  int npos;                  /* a quick reject before matching: the ops the first npos sources may have */
+  OpSet pos_ops[4];
 } Rule;
 
 typedef struct PatternMatcher {

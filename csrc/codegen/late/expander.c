@@ -2,6 +2,7 @@
  * `expander` pushes UNROLLs through the graph, turning scalar work into vector work and CONTRACTs back into
  * GEPs. An UNROLL arg is a tuple of (axis, size) pairs; a flat vector index walks them with the last pair
  * varying fastest. pm_group_for_reduce splits a reduce over GROUP_REDUCE ranges through a local buffer. */
+#include <limits.h>
 #include "../../uop/native.h"
 #include "../../schedule/indexing.h"
 
@@ -114,16 +115,16 @@ static long *swizzle_args(const Axis *cargs, int nc, const Axis *eargs, int ne, 
 
 /* ---- small UOp helpers ---- */
 
-/* dt.scalar().vec(n), through the DType methods (handles void and pointers the way tinygrad does) */
-static DType *scalar_vec(DType *dt, long n) {
-  PyObject *s = pool_keep(PyObject_CallMethod((PyObject *)dt, "scalar", NULL));
-  return (DType *)(s ? pool_keep(PyObject_CallMethod(s, "vec", "(l)", n)) : NULL);
+/* dt.vec(n) as the DType method (handles void and pointers the way tinygrad does); dtypes live on */
+static DType *dt_vec(DType *dt, long n) {
+  if (n > INT_MAX || n < INT_MIN) return (DType *)PyErr_Format(PyExc_OverflowError, "vec size %ld is too large", n);
+  return dtype_vec(dt, (int)n);
 }
-
-static DType *dt_vec(DType *dt, long n) { return (DType *)pool_keep(PyObject_CallMethod((PyObject *)dt, "vec", "(l)", n)); }
+/* dt.scalar().vec(n) */
+static DType *scalar_vec(DType *dt, long n) { return dt_vec(dtype_scalar(dt), n); }
 
 /* u.broadcast(n) */
-static UOp *u_broadcast(UOp *u, long n) { return u ? KEEP(PyObject_CallMethod((PyObject *)u, "broadcast", "(l)", n)) : NULL; }
+static UOp *u_broadcast(UOp *u, long n) { return u ? KEEP(uop_broadcast(u, n)) : NULL; }
 
 /* UOp(op, dt, src, arg, tag) with a tag */
 static UOp *u_new_tagged(Op op, DType *dt, UOp *const *src, int n, PyObject *arg, PyObject *tag) {

@@ -9,6 +9,8 @@
 #include "../codegen.h"
 #include "../../helpers.h"
 
+#include <math.h>
+
 static bool tuple_order = true;   /* tinygrad's TUPLE_ORDER (default 1): break ties by tuplize */
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -78,6 +80,7 @@ static void graph_free(Graph *g) {
 static int graph_init(Graph *g, PyObject *list) {
   g->nodes = (UOp **)PySequence_Fast_ITEMS(list), g->n = PyList_GET_SIZE(list);
   if (!(g->ranges = PyMem_Calloc((size_t)g->n + 1, sizeof(PtrVec)))) { PyErr_NoMemory(); return -1; }
+  if (ptrmap_reserve(&g->pos, (size_t)g->n) < 0) return -1;
   for (Py_ssize_t i = 0; i < g->n; i++)
     if (ptrmap_set(&g->pos, g->nodes[i], (void *)(i + 1)) < 0) return -1;
   for (Py_ssize_t i = 0; i < g->n; i++)   /* sources come first in a toposort */
@@ -91,6 +94,8 @@ static int graph_init(Graph *g, PyObject *list) {
 
 typedef struct {
   PyObject *run_count;   /* owned: prod(int(r.vmax)+1 for r in u.ranges) */
+  long long rc;          /* run_count as a C integer when small is set (it fits) */
+  bool small;
   int priority;          /* smaller is placed earlier */
   PyObject *extra;       /* borrowed u->arg for the defines whose order is their arg; NULL for None */
 } Key;
@@ -129,50 +134,208 @@ static PyObject *run_count(PtrVec *ranges) {
   return acc;
 }
 
-/* priorities[a] + a.tuplize < priorities[b] + b.tuplize: 1, 0, or -1 on error */
-static int key_less(const Key *ka, UOp *a, const Key *kb, UOp *b) {
-  int r = py_value_order(ka->run_count, kb->run_count);
-  if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
-  if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
-  if (r == ORD_EQUAL && tuple_order) r = uop_tuplize_order(a, b);
-  return r < 0 ? -1 : r == ORD_LESS;
+/* ---------------------------------------------------------------------------------------------- */
+/* tuplize order through token prefixes                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* u.tuplize compared as Python compares nested tuples is the lexicographic order of its preorder
+ * flattening into tokens: each node opens with its head (op value, arg, dtype) and its tuple closes
+ * after its sources, a close being less than any head (the shorter tuple is less). Heads form a strict
+ * weak order when their args are plain values (no NaN, nothing exotic): dtypes order by a key, so two
+ * distinct dtypes with one key are neither less than the other, and Python's comparison stops there
+ * answering "not less" both ways. So a head's token is (its class in that order, which ==-equal group
+ * within the class): different classes decide by class, one class but different groups answer "not less",
+ * the same token goes on. Every node gets the first TOK_K tokens of its flattening; a tie within the
+ * prefixes falls back to uop_tuplize_order. The answers are the walk's, so list.sort asks the same
+ * questions and gets the same answers. Heads that cannot be ranked (a NaN, an arg Python may not order)
+ * leave the tokens out and every answer comes from the walk. */
+#define TOK_K 64
+#define TOK_GROUP_BITS 11
+typedef struct {
+  uint32_t *tok;     /* TOK_K per position; 0 closes a tuple, a head is class << TOK_GROUP_BITS | group */
+  uint16_t *len;
+  bool *complete;    /* the whole flattening fits */
+} Tokens;
+
+/* args Python orders consistently among themselves (a TypeError between kinds is caught); objects with
+ * object's own comparisons (an Enum member such as an AxisType) are equal only to themselves */
+static bool plain_arg(PyObject *o) {
+  if (o == Py_None || PyLong_Check(o) || PyUnicode_CheckExact(o)) return true;
+  if (Py_TYPE(o)->tp_richcompare == PyBaseObject_Type.tp_richcompare) return true;
+  if (PyFloat_CheckExact(o)) return !isnan(PyFloat_AS_DOUBLE(o));
+  if (PyTuple_CheckExact(o)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++)
+      if (!plain_arg(PyTuple_GET_ITEM(o, i))) return false;
+    return true;
+  }
+  return false;
+}
+
+/* head order for ranking: ORD_*, or -1 when the heads cannot be ranked (no exception left set) */
+static int rank_head_order(UOp *a, UOp *b) {
+  if (a->op == b->op && a->arg != b->arg && (!plain_arg(a->arg) || !plain_arg(b->arg))) return -1;
+  int r = uop_head_order(a, b);
+  if (r < 0) PyErr_Clear();
+  return r;
+}
+
+/* merge sort of positions by head (stable); -1: cannot rank */
+static int sort_by_head(UOp **nodes, Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_t n) {
+  if (n < 2) return 0;
+  Py_ssize_t h = n / 2;
+  if (sort_by_head(nodes, idx, tmp, h) < 0 || sort_by_head(nodes, idx + h, tmp, n - h) < 0) return -1;
+  Py_ssize_t i = 0, j = h, k = 0;
+  while (i < h && j < n) {
+    int r = rank_head_order(nodes[idx[j]], nodes[idx[i]]);
+    if (r < 0) return -1;
+    tmp[k++] = r == ORD_LESS ? idx[j++] : idx[i++];
+  }
+  while (i < h) tmp[k++] = idx[i++];
+  while (j < n) tmp[k++] = idx[j++];
+  memcpy(idx, tmp, sizeof(Py_ssize_t) * (size_t)n);
+  return 0;
+}
+
+static void tokens_free(Tokens *t) { PyMem_Free(t->tok); PyMem_Free(t->len); PyMem_Free(t->complete); memset(t, 0, sizeof(*t)); }
+
+/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked */
+static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head) {
+  Py_ssize_t n = g->n;
+  for (Py_ssize_t i = 0; i < n; i++) idx[i] = i;
+  if (sort_by_head(g->nodes, idx, tmp, n) < 0) return 1;
+  uint32_t cls = 0;
+  Py_ssize_t start = 0;   /* where the current class begins in idx */
+  for (Py_ssize_t k = 0; k < n; k++) {
+    UOp *u = g->nodes[idx[k]];
+    if (k > 0) {
+      int o = rank_head_order(g->nodes[idx[k - 1]], u);
+      if (o < 0) return 1;
+      if (o == ORD_NOT_LESS) {   /* equivalent (neither less) or the sort's order is not consistent */
+        int back = rank_head_order(u, g->nodes[idx[k - 1]]);
+        if (back != ORD_NOT_LESS) return 1;
+      }
+      if (o == ORD_LESS) cls++, start = k;
+    } else cls = 1;
+    if (cls >= (1u << (32 - TOK_GROUP_BITS))) return 1;
+    uint32_t group = 0, groups = 0;   /* the ==-equal group within the class: an earlier member's, or new */
+    bool found = false;
+    for (Py_ssize_t m = start; m < k && !found; m++) {
+      uint32_t gm = head[idx[m]] & ((1u << TOK_GROUP_BITS) - 1);
+      if (gm >= groups) groups = gm + 1;
+      int e = rank_head_order(g->nodes[idx[m]], u);
+      if (e < 0) return 1;
+      if (e == ORD_EQUAL) group = gm, found = true;
+    }
+    if (!found) {
+      for (Py_ssize_t m = start; m < k; m++) {
+        uint32_t gm = head[idx[m]] & ((1u << TOK_GROUP_BITS) - 1);
+        if (gm >= groups) groups = gm + 1;
+      }
+      group = groups;
+    }
+    if (group >= (1u << TOK_GROUP_BITS)) return 1;
+    head[idx[k]] = cls << TOK_GROUP_BITS | group;
+  }
+  return 0;
+}
+
+/* the token prefixes of every node; 0 with t->tok NULL when the heads cannot be ranked, -1 on error */
+static int tokens_init(Tokens *t, Graph *g) {
+  Py_ssize_t n = g->n;
+  memset(t, 0, sizeof(*t));
+  Py_ssize_t *idx = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1)), *tmp = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+  uint32_t *head = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n + 1));
+  t->tok = PyMem_Malloc(sizeof(uint32_t) * TOK_K * (size_t)(n + 1));
+  t->len = PyMem_Malloc(sizeof(uint16_t) * ((size_t)n + 1)), t->complete = PyMem_Malloc((size_t)n + 1);
+  int rc = 0;
+  if (!idx || !tmp || !head || !t->tok || !t->len || !t->complete) { PyErr_NoMemory(); rc = -1; tokens_free(t); goto out; }
+  if (rank_heads(g, idx, tmp, head)) { tokens_free(t); goto out; }
+  for (Py_ssize_t i = 0; i < n; i++) {   /* sources first: a toposort */
+    UOp *u = g->nodes[i];
+    uint32_t *tk = &t->tok[i * TOK_K];
+    int len = 0;
+    bool complete = true;
+    tk[len++] = head[i];
+    for (int s = 0; s < u->nsrc && complete; s++) {
+      Py_ssize_t j = (Py_ssize_t)ptrmap_get(&g->pos, u->src[s]) - 1;
+      int take = t->len[j] < TOK_K - len ? t->len[j] : TOK_K - len;
+      memcpy(tk + len, &t->tok[j * TOK_K], sizeof(uint32_t) * (size_t)take);
+      len += take;
+      if (take < t->len[j] || !t->complete[j]) complete = false;
+    }
+    if (complete && len < TOK_K) tk[len++] = 0;
+    else complete = false;
+    t->len[i] = (uint16_t)len, t->complete[i] = complete;
+  }
+out:
+  PyMem_Free(idx); PyMem_Free(tmp); PyMem_Free(head);
+  return rc;
+}
+
+/* a.tuplize vs b.tuplize (positions i, j) */
+static int tuplize_order_at(const Tokens *t, Graph *g, Py_ssize_t i, Py_ssize_t j) {
+  if (t->tok) {
+    const uint32_t *x = &t->tok[i * TOK_K], *y = &t->tok[j * TOK_K];
+    int m = t->len[i] < t->len[j] ? t->len[i] : t->len[j];
+    for (int k = 0; k < m; k++) {
+      if (x[k] == y[k]) continue;
+      if ((x[k] >> TOK_GROUP_BITS) == (y[k] >> TOK_GROUP_BITS)) return ORD_NOT_LESS;   /* equivalent heads, not equal */
+      return x[k] < y[k] ? ORD_LESS : ORD_NOT_LESS;
+    }
+    if (t->complete[i] && t->complete[j]) return ORD_EQUAL;
+  }
+  return uop_tuplize_order(g->nodes[i], g->nodes[j]);
 }
 
 /* Python's sorted() only asks `<`, and its exact result depends on the order of its questions when the
- * order is not consistent (a NaN const answers False both ways), so the sort is Python's own list.sort on
- * the positions, keyed by functools.cmp_to_key(cmp) with cmp(i, j) = -1 exactly when key i < key j. */
-typedef struct { Graph *g; Key *keys; } SortCtx;
+ * order is not consistent (a NaN const answers False both ways), so the sort is Python's own list.sort,
+ * over one small key object per position whose `<` is key_less: the same questions in the same order as
+ * tinygrad's sorted(lst, key=...), without a Python call per comparison. */
+typedef struct { Graph *g; Key *keys; Tokens tokens; } SortCtx;
 
-static PyObject *cmp_to_key;   /* functools.cmp_to_key */
-
-static PyObject *key_cmp(PyObject *capsule, PyObject *args) {
-  SortCtx *c = PyCapsule_GetPointer(capsule, "linearize.SortCtx");
-  Py_ssize_t i, j;
-  if (!c || !PyArg_ParseTuple(args, "nn", &i, &j)) return NULL;
-  int lt = key_less(&c->keys[i], c->g->nodes[i], &c->keys[j], c->g->nodes[j]);
-  return lt < 0 ? NULL : PyLong_FromLong(lt ? -1 : 0);
+/* priorities[a] + a.tuplize < priorities[b] + b.tuplize (positions i, j): 1, 0, or -1 on error */
+static int key_less(SortCtx *c, Py_ssize_t i, Py_ssize_t j) {
+  const Key *ka = &c->keys[i], *kb = &c->keys[j];
+  int r = ka->small && kb->small ? (ka->rc == kb->rc ? ORD_EQUAL : ka->rc < kb->rc ? ORD_LESS : ORD_NOT_LESS)
+                                 : py_value_order(ka->run_count, kb->run_count);
+  if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
+  if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
+  if (r == ORD_EQUAL && tuple_order) r = tuplize_order_at(&c->tokens, c->g, i, j);
+  return r < 0 ? -1 : r == ORD_LESS;
 }
-static PyMethodDef key_cmp_def = {"linearize_key_cmp", key_cmp, METH_VARARGS, NULL};
+
+typedef struct { PyObject_HEAD SortCtx *c; Py_ssize_t i; } SortKey;
+
+static PyObject *SortKey_richcompare(PyObject *a, PyObject *b, int op) {
+  if (op != Py_LT || Py_TYPE(a) != Py_TYPE(b)) Py_RETURN_NOTIMPLEMENTED;
+  SortKey *x = (SortKey *)a, *y = (SortKey *)b;
+  SortCtx *c = x->c;
+  int lt = key_less(c, x->i, y->i);
+  return lt < 0 ? NULL : Py_NewRef(lt ? Py_True : Py_False);
+}
+
+static PyTypeObject SortKey_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc._C.LinearizeSortKey",
+  .tp_basicsize = sizeof(SortKey),
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_richcompare = SortKey_richcompare,
+};
 
 /* order[rank] = position, the positions sorted by their keys as tinygrad's sorted(lst, key=...) does */
 static int sort_positions(SortCtx *c, Py_ssize_t *order) {
-  PyObject *list = PyList_New(c->g->n), *capsule = PyCapsule_New(c, "linearize.SortCtx", NULL);
-  PyObject *cmp = capsule ? PyCFunction_New(&key_cmp_def, capsule) : NULL;
-  PyObject *key = cmp ? PyObject_CallOneArg(cmp_to_key, cmp) : NULL, *kwargs = key ? Py_BuildValue("{sO}", "key", key) : NULL;
-  PyObject *sort = list ? PyObject_GetAttrString(list, "sort") : NULL, *empty = PyTuple_New(0), *done = NULL;
-  int rc = -1;
-  for (Py_ssize_t i = 0; list && i < c->g->n; i++) {
-    PyObject *pos = PyLong_FromSsize_t(i);
-    if (!pos) goto out;
-    PyList_SET_ITEM(list, i, pos);
+  PyObject *list = PyList_New(c->g->n);
+  if (!list) return -1;
+  for (Py_ssize_t i = 0; i < c->g->n; i++) {
+    SortKey *k = PyObject_New(SortKey, &SortKey_Type);
+    if (!k) { Py_DECREF(list); return -1; }
+    k->c = c, k->i = i;
+    PyList_SET_ITEM(list, i, (PyObject *)k);
   }
-  if (!sort || !kwargs || !empty || !(done = PyObject_Call(sort, empty, kwargs))) goto out;
-  for (Py_ssize_t r = 0; r < c->g->n; r++) order[r] = PyLong_AsSsize_t(PyList_GET_ITEM(list, r));
-  rc = 0;
-out:
-  Py_XDECREF(list); Py_XDECREF(capsule); Py_XDECREF(cmp); Py_XDECREF(key); Py_XDECREF(kwargs);
-  Py_XDECREF(sort); Py_XDECREF(empty); Py_XDECREF(done);
-  return rc;
+  if (PyList_Sort(list) < 0) { Py_DECREF(list); return -1; }
+  for (Py_ssize_t r = 0; r < c->g->n; r++) order[r] = ((SortKey *)PyList_GET_ITEM(list, r))->i;
+  Py_DECREF(list);
+  return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -229,6 +392,12 @@ static int make_keys(Graph *g, Key *keys) {
   for (Py_ssize_t i = 0; i < g->n; i++) {
     UOp *u = g->nodes[i];
     if (!(keys[i].run_count = run_count(&g->ranges[i]))) return -1;
+    if (PyLong_CheckExact(keys[i].run_count)) {
+      int overflow;
+      keys[i].rc = PyLong_AsLongLongAndOverflow(keys[i].run_count, &overflow);
+      if (keys[i].rc == -1 && PyErr_Occurred()) return -1;
+      keys[i].small = !overflow;
+    }
     keys[i].priority = op_priority(u->op);
     keys[i].extra = (u->op == OP_DEFINE_GLOBAL || u->op == OP_DEFINE_VAR) ? u->arg : NULL;
   }
@@ -245,8 +414,11 @@ static PyObject *linearize(UOp *sink) {
   Py_ssize_t *order = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t)), *tmp = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
   if (!keys || !order || !tmp) { PyErr_NoMemory(); goto done; }
   if (graph_init(&g, list) < 0 || make_keys(&g, keys) < 0) goto done;
-  SortCtx ctx = {&g, keys};
-  if (sort_positions(&ctx, order) < 0) goto done;
+  SortCtx ctx = {&g, keys, {0}};
+  if (tuple_order && tokens_init(&ctx.tokens, &g) < 0) goto done;
+  int sorted = sort_positions(&ctx, order);
+  tokens_free(&ctx.tokens);
+  if (sorted < 0) goto done;
   for (Py_ssize_t r = 0; r < n; r++) tmp[order[r]] = r;   /* tmp becomes rank_of[position] */
   ret = walk_from_sink(&g, order, tmp, sink);
 done:
@@ -277,9 +449,13 @@ static int extend_list(PyObject *out, PyObject *lines) {
 static UOp *rewrite_line(UOp *u, PatternMatcher *pm, PtrMap *replaced, PyObject *out) {
   UOp *small[8], **src = u->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * u->nsrc), *nu = NULL, *became = NULL;
   if (!src) { PyErr_NoMemory(); return NULL; }
-  for (int k = 0; k < u->nsrc; k++)
+  bool same = true;
+  for (int k = 0; k < u->nsrc; k++) {
     if (!(src[k] = ptrmap_get(replaced, u->src[k]))) { PyErr_SetObject(PyExc_KeyError, (PyObject *)u->src[k]); goto done; }
-  if (!(nu = uop_new(u->op, u->dtype, src, u->nsrc, u->arg, uop_tag(u)))) goto done;
+    same &= src[k] == u->src[k];
+  }
+  /* with the same sources the node is u itself (hash-consing): no lookup */
+  if (!(nu = same ? (UOp *)Py_NewRef(u) : uop_new(u->op, u->dtype, src, u->nsrc, u->arg, uop_tag(u)))) goto done;
   PyObject *ret = pm_rewrite(pm, nu, Py_None, false);
   if (!ret) {
     if (!PyErr_Occurred() && PyList_Append(out, (PyObject *)nu) == 0) became = (UOp *)Py_NewRef(nu);
@@ -354,53 +530,86 @@ static const RuleDef pm_linearize_cleanups_defs[] = {
 /* ---------------------------------------------------------------------------------------------- */
 
 
-/* deps[u]: the RANGEs and ENDs u depends on (itself included for those ops), in first-seen order.
- * nesting[end]: the innermost END or the SINK that closes around `end`. Both filled in toposort order. */
-static int fill_deps_and_nesting(PyObject *nodes, PyObject *deps, PyObject *nesting) {
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++) {
-    UOp *u = (UOp *)PyList_GET_ITEM(nodes, i);
-    PyObject *d = PyDict_New();
-    if (!d || PyDict_SetItem(deps, (PyObject *)u, d) < 0) { Py_XDECREF(d); return -1; }
-    Py_DECREF(d);   /* deps keeps it alive */
-    for (int k = 0; k < u->nsrc; k++)
-      if (PyDict_Update(d, PyDict_GetItemWithError(deps, (PyObject *)u->src[k])) < 0) return -1;
-    if (u->op == OP_END || u->op == OP_SINK) {
-      PyObject *fresh = PyList_New(0), *x, *v;   /* the ENDs inside u not yet given a closer */
-      Py_ssize_t pos = 0;
-      int rc = fresh ? 0 : -1;
-      while (rc == 0 && PyDict_Next(d, &pos, &x, &v)) {
-        if (((UOp *)x)->op != OP_END) continue;
-        int inside = u->op == OP_SINK ? 1 : PyDict_Contains(PyDict_GetItemWithError(deps, x), (PyObject *)u->src[1]);
-        int taken = inside > 0 ? PyDict_Contains(nesting, x) : 0;
-        if (inside < 0 || taken < 0) rc = -1;
-        else if (inside && !taken) rc = PyList_Append(fresh, x);
-      }
-      for (Py_ssize_t k = 0; rc == 0 && k < PyList_GET_SIZE(fresh); k++) rc = PyDict_SetItem(nesting, PyList_GET_ITEM(fresh, k), (PyObject *)u);
-      Py_XDECREF(fresh);
-      if (rc < 0) return -1;
+/* deps[u]: the RANGEs and ENDs u depends on (itself included for those ops), in first-seen order, as
+ * tinygrad's dict union keeps them. Most nodes depend on exactly what one of their sources does, so a
+ * node shares that source's set; a new set is made only when a source adds something or u is a RANGE/END. */
+typedef struct { Py_ssize_t n; UOp *items[]; } DepSet;
+static const DepSet empty_deps = {0};
+
+static bool deps_has(const DepSet *d, const UOp *x) {
+  for (Py_ssize_t i = 0; i < d->n; i++)
+    if (d->items[i] == x) return true;
+  return false;
+}
+
+typedef struct {
+  PtrMap pos;          /* node -> index + 1 in the toposort */
+  const DepSet **deps; /* per index */
+  PtrVec owned;        /* the DepSets made here */
+  PtrVec nest_end, nest_closer;   /* nesting, in insertion order: END -> its closer (an END or the SINK) */
+  PtrMap nested;       /* END -> 1 once it has a closer */
+} CFG;
+
+static const DepSet *deps_of(CFG *c, UOp *u) { return c->deps[(Py_ssize_t)ptrmap_get(&c->pos, u) - 1]; }
+
+static DepSet *deps_new(CFG *c, const DepSet *from, Py_ssize_t room) {
+  DepSet *d = PyMem_Malloc(sizeof(DepSet) + sizeof(UOp *) * (size_t)(from->n + room));
+  if (!d) { PyErr_NoMemory(); return NULL; }
+  if (ptrvec_push(&c->owned, d) < 0) { PyMem_Free(d); return NULL; }
+  d->n = from->n;
+  memcpy(d->items, from->items, sizeof(UOp *) * (size_t)from->n);
+  return d;
+}
+
+static int fill_deps_and_nesting(CFG *c, PtrVec *nodes) {
+  for (Py_ssize_t i = 0; i < nodes->len; i++) {
+    UOp *u = nodes->items[i];
+    const DepSet *cur = &empty_deps;
+    for (int k = 0; k < u->nsrc; k++) {   /* deps[u] |= deps[s] */
+      const DepSet *ds = deps_of(c, u->src[k]);
+      if (ds == cur || !ds->n) continue;
+      if (!cur->n) { cur = ds; continue; }
+      Py_ssize_t extra = 0;
+      for (Py_ssize_t j = 0; j < ds->n; j++) extra += !deps_has(cur, ds->items[j]);
+      if (!extra) continue;
+      DepSet *merged = deps_new(c, cur, extra);
+      if (!merged) return -1;
+      for (Py_ssize_t j = 0; j < ds->n; j++)
+        if (!deps_has(cur, ds->items[j])) merged->items[merged->n++] = ds->items[j];
+      cur = merged;
     }
-    if ((u->op == OP_RANGE || u->op == OP_END) && PyDict_SetItem(d, (PyObject *)u, Py_None) < 0) return -1;
+    if (u->op == OP_END || u->op == OP_SINK) {   /* the ENDs inside u not yet given a closer */
+      for (Py_ssize_t j = 0; j < cur->n; j++) {
+        UOp *x = cur->items[j];
+        if (x->op != OP_END || ptrmap_has(&c->nested, x)) continue;
+        if (u->op != OP_SINK && !deps_has(deps_of(c, x), u->src[1])) continue;
+        if (ptrmap_set(&c->nested, x, x) < 0 || ptrvec_push(&c->nest_end, x) < 0 || ptrvec_push(&c->nest_closer, u) < 0) return -1;
+      }
+    }
+    if (u->op == OP_RANGE || u->op == OP_END) {
+      DepSet *with = deps_new(c, cur, 1);
+      if (!with) return -1;
+      with->items[with->n++] = u;
+      cur = with;
+    }
+    c->deps[i] = cur;
   }
   return 0;
 }
 
-/* siblings (a list of ENDs under one closer), stably sorted by how many of the others each depends on */
-static int sort_siblings(PyObject *sibs, PyObject *deps) {
-  Py_ssize_t n = PyList_GET_SIZE(sibs), *count = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+/* siblings (ENDs under one closer), stably sorted by how many of the others each depends on */
+static int sort_siblings(CFG *c, UOp **sibs, Py_ssize_t n) {
+  Py_ssize_t *count = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
   if (!count) { PyErr_NoMemory(); return -1; }
   for (Py_ssize_t i = 0; i < n; i++) {
-    PyObject *dx = PyDict_GetItemWithError(deps, PyList_GET_ITEM(sibs, i));
-    for (Py_ssize_t j = 0; j < n; j++) {
-      int has = PyDict_Contains(dx, PyList_GET_ITEM(sibs, j));
-      if (has < 0) { PyMem_Free(count); return -1; }
-      count[i] += has;
-    }
+    const DepSet *dx = deps_of(c, sibs[i]);
+    for (Py_ssize_t j = 0; j < n; j++) count[i] += deps_has(dx, sibs[j]);
   }
   for (Py_ssize_t i = 1; i < n; i++) {   /* insertion sort: stable, as sorted() */
-    PyObject *item = PyList_GET_ITEM(sibs, i);
-    Py_ssize_t c = count[i], j = i;
-    for (; j > 0 && count[j - 1] > c; j--) PyList_SET_ITEM(sibs, j, PyList_GET_ITEM(sibs, j - 1)), count[j] = count[j - 1];
-    PyList_SET_ITEM(sibs, j, item), count[j] = c;
+    UOp *item = sibs[i];
+    Py_ssize_t cnt = count[i], j = i;
+    for (; j > 0 && count[j - 1] > cnt; j--) sibs[j] = sibs[j - 1], count[j] = count[j - 1];
+    sibs[j] = item, count[j] = cnt;
   }
   PyMem_Free(count);
   return 0;
@@ -415,38 +624,50 @@ static int add_edge(PyObject *edges, UOp *x, UOp *y) {
   return cyc != 0 ? -1 : PyDict_SetItem(edges, (PyObject *)y->src[1], (PyObject *)x);
 }
 
-/* chain each closer's ENDs in order: under the SINK one after another, under an END after its own RANGE */
-static int edges_from_siblings(PyObject *siblings, PyObject *deps, PyObject *edges) {
-  PyObject *closer, *sibs;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(siblings, &pos, &closer, &sibs)) {
-    if (sort_siblings(sibs, deps) < 0) return -1;
-    UOp *prev = ((UOp *)closer)->op == OP_SINK ? NULL : ((UOp *)closer)->src[1];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sibs); i++) {
-      UOp *y = (UOp *)PyList_GET_ITEM(sibs, i);
-      if (prev && add_edge(edges, prev, y) < 0) return -1;
-      prev = y;
+/* chain each closer's ENDs in order: under the SINK one after another, under an END after its own RANGE.
+ * Closers in the order they first appear in nesting, each with its ENDs in nesting order. */
+static int edges_from_nesting(CFG *c, PyObject *edges) {
+  Py_ssize_t n = c->nest_end.len;
+  UOp **sibs = PyMem_Malloc(sizeof(UOp *) * (size_t)(n + 1));
+  bool *done = PyMem_Calloc((size_t)n + 1, sizeof(bool));
+  int rc = sibs && done ? 0 : -1;
+  if (rc < 0) PyErr_NoMemory();
+  for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+    if (done[i]) continue;
+    UOp *closer = c->nest_closer.items[i];
+    Py_ssize_t m = 0;
+    for (Py_ssize_t j = i; j < n; j++)
+      if (c->nest_closer.items[j] == closer) sibs[m++] = c->nest_end.items[j], done[j] = true;
+    if ((rc = sort_siblings(c, sibs, m)) < 0) break;
+    UOp *prev = closer->op == OP_SINK ? NULL : closer->src[1];
+    for (Py_ssize_t k = 0; rc == 0 && k < m; k++) {
+      if (prev) rc = add_edge(edges, prev, sibs[k]);
+      prev = sibs[k];
     }
   }
-  return 0;
+  PyMem_Free(sibs); PyMem_Free(done);
+  return rc;
 }
 
 /* tinygrad's CFGContext(sink).edges: a new dict RANGE -> the END it must follow */
 PyObject *cfg_edges(UOp *sink) {
-  PyObject *nodes = uop_toposort_list(sink, NULL), *deps = PyDict_New(), *nesting = PyDict_New();
-  PyObject *siblings = PyDict_New(), *edges = PyDict_New(), *end, *closer;
-  int rc = nodes && deps && nesting && siblings && edges ? fill_deps_and_nesting(nodes, deps, nesting) : -1;
-  Py_ssize_t pos = 0;
-  while (rc == 0 && PyDict_Next(nesting, &pos, &end, &closer)) {   /* siblings[closer] = its ENDs, in order */
-    PyObject *lst = PyDict_GetItemWithError(siblings, closer);
-    if (!lst) {
-      if (PyErr_Occurred() || !(lst = PyList_New(0)) || PyDict_SetItem(siblings, closer, lst) < 0) { Py_XDECREF(lst); rc = -1; break; }
-      Py_DECREF(lst);
-    }
-    rc = PyList_Append(lst, end);
+  PyObject *nodes = uop_toposort_list(sink, NULL), *edges = PyDict_New();
+  CFG c = {0};
+  int rc = nodes && edges ? 0 : -1;
+  PtrVec order = {0};
+  if (rc == 0) {
+    order.items = (void **)PySequence_Fast_ITEMS(nodes), order.len = PyList_GET_SIZE(nodes);
+    if (!(c.deps = PyMem_Calloc((size_t)order.len + 1, sizeof(DepSet *)))) { PyErr_NoMemory(); rc = -1; }
   }
-  if (rc == 0) rc = edges_from_siblings(siblings, deps, edges);
-  Py_XDECREF(nodes); Py_XDECREF(deps); Py_XDECREF(nesting); Py_XDECREF(siblings);
+  if (rc == 0) rc = ptrmap_reserve(&c.pos, (size_t)order.len);
+  for (Py_ssize_t i = 0; rc == 0 && i < order.len; i++) rc = ptrmap_set(&c.pos, order.items[i], (void *)(i + 1));
+  if (rc == 0) rc = fill_deps_and_nesting(&c, &order);
+  if (rc == 0) rc = edges_from_nesting(&c, edges);
+  for (Py_ssize_t i = 0; i < c.owned.len; i++) PyMem_Free(c.owned.items[i]);
+  ptrvec_free(&c.owned); ptrvec_free(&c.nest_end); ptrvec_free(&c.nest_closer);
+  ptrmap_free(&c.pos); ptrmap_free(&c.nested);
+  PyMem_Free(c.deps);
+  Py_XDECREF(nodes);
   if (rc < 0) Py_CLEAR(edges);
   return edges;
 }
@@ -585,14 +806,12 @@ static int read_flag_env(const char *name, bool *flag) {
 }
 
 int tinyc_init_linearizer(PyObject *m) {
-  PyObject *functools = PyImport_ImportModule("functools");
-  cmp_to_key = functools ? PyObject_GetAttrString(functools, "cmp_to_key") : NULL;
-  Py_XDECREF(functools);
+  if (PyType_Ready(&SortKey_Type) < 0) return -1;
   PyObject *operator_mod = PyImport_ImportModule("operator");
   attrgetter_arg = operator_mod ? PyObject_CallMethod(operator_mod, "attrgetter", "s", "arg") : NULL;
   Py_XDECREF(operator_mod);
   type_verify_fn = PyObject_GetAttrString(m, "type_verify");   /* added by tinyc_init_spec */
-  if (!cmp_to_key || !attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
+  if (!attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
       read_flag_env("SPEC", &spec_enabled) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
     return -1;
   return native_register("pm_linearize_cleanups", pm_from_defs(pm_linearize_cleanups_defs, N(pm_linearize_cleanups_defs))) < 0 ||

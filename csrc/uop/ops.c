@@ -11,9 +11,7 @@
  * shrinks back when the graph is dropped. Entries are node pointers; a node carries its hash.
  * ------------------------------------------------------------------------------------------ */
 
-/* a slot keeps the node's hash beside it, so a probe rejects other nodes without touching them */
-typedef struct { UOp *u; uint32_t hash; } Slot;
-static Slot *table;
+static UOp **table;
 static size_t table_cap, table_len;
 static uint64_t table_version;    /* bumped on every insert/delete: detects re-entrant changes */
 #define TABLE_MIN_CAP 1024
@@ -31,13 +29,14 @@ static inline uint64_t mix_hash(uint64_t h, uint64_t v) {
 }
 
 static int table_resize(size_t cap) {
-  Slot *fresh = PyMem_Calloc(cap, sizeof(Slot));
+  UOp **fresh = PyMem_Calloc(cap, sizeof(UOp *));
   if (!fresh) { PyErr_NoMemory(); return -1; }
   for (size_t i = 0; i < table_cap; i++) {
-    if (!table[i].u) continue;
-    size_t j = table[i].hash & (cap - 1);
-    while (fresh[j].u) j = (j + 1) & (cap - 1);
-    fresh[j] = table[i];
+    UOp *u = table[i];
+    if (!u) continue;
+    size_t j = u->hash & (cap - 1);
+    while (fresh[j]) j = (j + 1) & (cap - 1);
+    fresh[j] = u;
   }
   PyMem_Free(table);
   table = fresh, table_cap = cap;
@@ -47,19 +46,19 @@ static int table_resize(size_t cap) {
 
 static void table_remove(UOp *u) {
   size_t mask = table_cap - 1, i = u->hash & mask;
-  while (table[i].u != u) {
-    if (!table[i].u) return;  /* not interned (construction failed half way) */
+  while (table[i] != u) {
+    if (!table[i]) return;  /* not interned (construction failed half way) */
     i = (i + 1) & mask;
   }
   /* backward shift: pull later entries of the probe run into the hole when their home allows */
-  for (size_t k = (i + 1) & mask; table[k].u; k = (k + 1) & mask) {
-    size_t home = table[k].hash & mask;
+  for (size_t k = (i + 1) & mask; table[k]; k = (k + 1) & mask) {
+    size_t home = table[k]->hash & mask;
     if (((k - home) & mask) >= ((k - i) & mask)) table[i] = table[k], i = k;
   }
-  table[i] = (Slot){NULL, 0};
+  table[i] = NULL;
   table_len--, table_version++;
   if (table_cap > TABLE_MIN_CAP && table_len * 8 < table_cap) {
-    Slot *old = table;
+    UOp **old = table;
     size_t old_cap = table_cap;
     if (table_resize(table_cap / 2) < 0) { PyErr_Clear(); table = old, table_cap = old_cap; }
   }
@@ -127,10 +126,8 @@ static UOp *table_find_slow(uint32_t hash, Op op, DType *dtype, UOp *const *src,
     uint64_t version = table_version;
     size_t mask = table_cap - 1, i = hash & mask;
     fresh.len = 0;
-    for (; table[i].u; i = (i + 1) & mask)
-      if (table[i].hash == hash && same_structure(table[i].u, hash, op, dtype, src, nsrc) && !in_vec(&seen, table[i].u) &&
-          ptrvec_push(&fresh, table[i].u) < 0)
-        goto end;
+    for (; table[i]; i = (i + 1) & mask)
+      if (same_structure(table[i], hash, op, dtype, src, nsrc) && !in_vec(&seen, table[i]) && ptrvec_push(&fresh, table[i]) < 0) goto end;
     if (!fresh.len && version == table_version) { *slot = i, *slot_version = version; break; }
     for (Py_ssize_t k = 0; k < fresh.len; k++) {
       UOp *u = (UOp *)Py_NewRef(fresh.items[k]);
@@ -155,9 +152,9 @@ static UOp *table_find(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   uint64_t version = table_version;
   size_t mask = table_cap - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
-    UOp *u = table[i].u;
+    UOp *u = table[i];
     if (!u) { *slot = i, *slot_version = version; return NULL; }
-    if (table[i].hash != hash) continue;
+    if (u->hash != hash) continue;
     Py_INCREF(u);
     int eq = node_equal(u, op, dtype, src, nsrc, arg, tag);
     if (eq == 1) return u;
@@ -213,12 +210,12 @@ UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *ar
   } while (slot_version != table_version);
   UOp *u = alloc_node(hash, op, dtype, src, nsrc, arg, tag);
   if (!u) return NULL;
-  if ((table_len + 1) * 2 > table_cap) {   /* keep the load under 1/2: short probe runs */
+  if ((table_len + 1) * 4 > table_cap * 3) {   /* keep the load under 3/4 */
     if (table_resize(table_cap * 2) < 0) { Py_DECREF(u); return NULL; }
     size_t mask = table_cap - 1;
-    for (slot = hash & mask; table[slot].u; slot = (slot + 1) & mask) {}
+    for (slot = hash & mask; table[slot]; slot = (slot + 1) & mask) {}
   }
-  table[slot] = (Slot){u, hash};
+  table[slot] = u;
   table_len++, table_version++;
   return u;
 }
@@ -925,7 +922,7 @@ int tinyc_init_uop(PyObject *m) {
   if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
   Py_DECREF(hashlib);
   find_libcrypto();
-  if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(Slot)))) { PyErr_NoMemory(); return -1; }
+  if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }
   table_cap = TABLE_MIN_CAP;
   PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, uop_math_methods, uop_range_methods, uop_eval_methods,
                            uop_renderer_methods, uop_movement_methods, uop_mixin_movement_methods};

@@ -35,15 +35,7 @@ MODES = ("noopt", "opts")
 # a float result is only promised up to its precision)
 TOL = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-12)}
 
-@pytest.fixture(autouse=True, scope="module")
-def cache_db(tmp_path_factory):
-  """every test of this file compiles into its own cache file"""
-  path = str(tmp_path_factory.mktemp("tinyc_cache") / "cache.db")
-  old = os.environ.get("TINYC_CACHEDB")
-  os.environ["TINYC_CACHEDB"] = path
-  yield path
-  if old is None: del os.environ["TINYC_CACHEDB"]
-  else: os.environ["TINYC_CACHEDB"] = old
+pytestmark = pytest.mark.usefixtures("cache_db")   # every test of this file compiles into its own cache file (conftest.py)
 
 def plain_name(name: str) -> str:
   """a kernel name without tinygrad's process counter: it ends in colored(num, "BLACK"), num "nN" or "" the first time"""

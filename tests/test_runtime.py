@@ -25,15 +25,7 @@ KERNELS = ["matmul/1", "matmul/3", "matmul_big/4", "conv2d_stride_pad/4", "softm
            "arange_reduce/0", "symbolic_sum/2", "symbolic_elementwise/2", "exp_log/4", "where_cmp/6"]
 VAR_VALS = {"n": 10}
 
-@pytest.fixture(autouse=True, scope="module")
-def cache_db(tmp_path_factory):
-  """every test of this file compiles into its own cache file"""
-  path = str(tmp_path_factory.mktemp("tinyc_cache") / "cache.db")
-  old = os.environ.get("TINYC_CACHEDB")
-  os.environ["TINYC_CACHEDB"] = path
-  yield path
-  if old is None: del os.environ["TINYC_CACHEDB"]
-  else: os.environ["TINYC_CACHEDB"] = old
+pytestmark = pytest.mark.usefixtures("cache_db")   # every test of this file compiles into its own cache file (conftest.py)
 
 @pytest.fixture(scope="module")
 def programs():

@@ -439,12 +439,15 @@ def _mem_workload(cases, graphs, i):
 def test_memory_flat():
   import gc, tracemalloc
   cases, graphs = list(movement_cases(TC)), list(bufferize_cases(TC)) + [(n, tinyc.UOp.sink(g)) for n, g in codegen_cases(TC)]
-  # warm up until the interpreter's own free lists and caches have filled (they grow less each round, then stop)
-  for i in range(120): _mem_workload(cases, graphs, i % 30)
+  for i in range(30): _mem_workload(cases, graphs, i)
   gc.collect()
   base = _C._intern_count()
   tracemalloc.start()
   try:
+    # warm up while tracing: the interpreter's free lists turn over from blocks made before tracing to traced ones,
+    # which reads as growth (less each round) until they have
+    for i in range(120): _mem_workload(cases, graphs, i % 30)
+    gc.collect()
     sizes = []
     for _ in range(3):
       for i in range(30): _mem_workload(cases, graphs, i)

@@ -3,8 +3,9 @@
  *
  * The pass list is data: each pass names its rule sets (tinygrad's names, registered by the files of
  * the passes) and the context its rules read; their concatenation is built once, on first use.
- * The environment switches tinygrad reads here (NOOPT via apply_opts, DEVECTORIZE, TRANSCENDENTAL,
- * SPEC) are read once at import, as tinygrad's ContextVars read the environment. */
+ * The environment switches tinygrad reads here (DEVECTORIZE, TRANSCENDENTAL, SPEC) are read once at
+ * import, as tinygrad's ContextVars read the environment. NOOPT has nothing to switch off yet: with no
+ * opts given, apply_opts applies none (the hand-coded heuristics arrive later), as tinygrad under NOOPT=1. */
 #include "codegen.h"
 #include "opt/opt.h"
 #include "../renderers/renderer.h"

@@ -430,11 +430,6 @@ PyTypeObject Buffer_Type = {
  * Compiler
  * ================================================================================================ */
 
-static bool env_flag(const char *key, long dflt) {
-  const char *v = getenv(key);
-  return (v && *v ? strtol(v, NULL, 10) : dflt) != 0;
-}
-
 static int Compiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"cachekey", NULL};
   PyObject *key = Py_None;
@@ -444,7 +439,7 @@ static int Compiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   /* tinygrad: the cache key only counts when CCACHE (default on) */
-  Py_XSETREF(self->cachekey, Py_NewRef(env_flag("CCACHE", 1) ? key : Py_None));
+  Py_XSETREF(self->cachekey, Py_NewRef(env_long("CCACHE", 1) != 0 ? key : Py_None));
   return 0;
 }
 
@@ -478,7 +473,7 @@ static PyObject *Compiler_compile_cached(CompilerObject *self, PyObject *src) {
     Py_DECREF(hit);
     if (diskcache_level() >= 1) stat_cache_misses++;
   }
-  if (env_flag("ASSERT_COMPILE", 0)) return PyErr_Format(PyExc_RuntimeError, "tried to compile with ASSERT_COMPILE set\n%U", src);
+  if (env_long("ASSERT_COMPILE", 0) != 0) return PyErr_Format(PyExc_RuntimeError, "tried to compile with ASSERT_COMPILE set\n%U", src);
   PyObject *lib = PyObject_CallMethod((PyObject *)self, "compile", "O", src);
   if (!lib) return NULL;
   if (!PyBytes_Check(lib)) {

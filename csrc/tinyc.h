@@ -20,6 +20,15 @@ static inline int tinyc_add(PyObject *module, const char *name, PyObject *obj) {
  * `base` is "Enum" or "IntEnum"; the class is placed in module `tinyc` for pickling. Returns a new ref. */
 PyObject *tinyc_make_enum(const char *base, const char *clsname, const char *const *names);
 
+/* tinygrad's getenv / ContextVar for int settings (helpers/getenv.c).
+ * env_int: read at import, as a ContextVar: int(os.getenv(name)); *value is left as it is (the default) when
+ * unset; a value int() refuses is its ValueError (-1); huge values clamp to LONG_MIN/LONG_MAX (sign and truth kept).
+ * env_flag: the same read as a bool (tinygrad's `if FLAG:`).
+ * env_long: read at call time, forgiving: strtol of the value (its leading digits), dflt when unset or empty. */
+int env_int(const char *name, long *value);
+int env_flag(const char *name, bool *flag);
+long env_long(const char *name, long dflt);
+
 /* Initialisers of each part, called from PyInit__C in module.c. */
 int tinyc_init_dtype(PyObject *m);
 int tinyc_init_ops_enum(PyObject *m);

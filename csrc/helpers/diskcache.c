@@ -26,10 +26,7 @@ static sqlite3 *cache_db;         /* open connection, or NULL */
 static char *cache_db_path;       /* the path cache_db was opened on (malloc) */
 static pid_t cache_db_pid;        /* the process that opened it: a forked child must not reuse it */
 
-long diskcache_level(void) {
-  const char *v = getenv("CACHELEVEL");
-  return v && *v ? strtol(v, NULL, 10) : 2;
-}
+long diskcache_level(void) { return env_long("CACHELEVEL", 2); }
 
 /* The cache file's path as the environment says now: malloc'd, NULL when there is no home to put it in. */
 static char *cache_path(void) {

@@ -481,12 +481,6 @@ static PyObject *range_name(UOp *u) {
   return ids ? pool_keep(PyUnicode_FromFormat("%cidx%U", letter, ids)) : NULL;
 }
 
-/* tinygrad's getenv(key, default) for an int setting */
-static long env_int(const char *key, long dflt) {
-  const char *v = getenv(key);
-  return v && *v ? strtol(v, NULL, 10) : dflt;
-}
-
 /* The state of one render: tinygrad's locals in _render. */
 typedef struct {
   RendererObject *self;
@@ -641,7 +635,7 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
 #else
   PyObject *r = PyDict_New();
 #endif
-  RenderState st = {self, pm, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_int("EXPAND_SSA", 0) != 0};
+  RenderState st = {self, pm, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_long("EXPAND_SSA", 0) != 0};
   PyObject *ret = NULL, *name = NULL, *bufs;
   if (ptrmap_reserve(&st.child_count, (size_t)n * 2) < 0) goto done;   /* child counts: sized up front */
   if (!st.r || !st.bufs || !st.kernel || count_children(&st.child_count, PySequence_Fast_ITEMS(uops), n) < 0) goto done;
@@ -669,7 +663,7 @@ done:
 /* "typedef float float4 __attribute__((aligned(16),ext_vector_type(4)));" (alignment rounded down to a power of two) */
 static PyObject *render_vector_prefix(DType *dt) {
   int itemsize = dtype_itemsize(dt), alignment = 1;
-  if (env_int("ALIGNED", 1) && !dtype_is_bool(dt)) while (alignment * 2 <= itemsize) alignment *= 2;
+  if (env_long("ALIGNED", 1) && !dtype_is_bool(dt)) while (alignment * 2 <= itemsize) alignment *= 2;
   PyObject *s = render_dtype(dtype_scalar(dt)), *v = s ? render_dtype(dt) : NULL;
   PyObject *ret = v ? PyUnicode_FromFormat("typedef %U %U __attribute__((aligned(%d),ext_vector_type(%d)));", s, v, alignment, dt->count) : NULL;
   Py_XDECREF(s); Py_XDECREF(v);
@@ -998,7 +992,7 @@ static int init_renderer_attrs(PyTypeObject *t) {
 
 /* CPU_COUNT: the env setting, else the cores this process may run on (at least 1) */
 static long cpu_count(void) {
-  long env = env_int("CPU_COUNT", 0);
+  long env = env_long("CPU_COUNT", 0);
   if (env) return env;
   PyObject *os = PyImport_ImportModule("os"), *cpus = os ? PyObject_CallMethod(os, "sched_getaffinity", "i", 0) : NULL;
   Py_ssize_t n = cpus ? PySequence_Length(cpus) : -1;
@@ -1023,7 +1017,7 @@ static PyObject *clang_code_for_op_dict(void) {
 static int init_clang_attrs(PyTypeObject *t) {
   PyObject *extra = (PyObject *)native_get("clang_extra_matcher");
   return set_attr(t, "device", PyUnicode_FromString("CPU")) < 0 || set_attr(t, "has_local", Py_NewRef(Py_False)) < 0 ||
-    set_attr(t, "has_threads", PyBool_FromLong(env_int("THREADS", 1) != 0)) < 0 ||
+    set_attr(t, "has_threads", PyBool_FromLong(env_long("THREADS", 1) != 0)) < 0 ||
     set_attr(t, "global_max", int_tuple3(cpu_count(), 0, 0)) < 0 || set_attr(t, "code_for_op", clang_code_for_op_dict()) < 0 ||
     set_attr(t, "extra_matcher", Py_NewRef(extra ? extra : Py_None)) < 0 ||
     set_attr(t, "string_rewrite", Py_NewRef((PyObject *)native_get("cstyle_base_rewrite"))) < 0 ||

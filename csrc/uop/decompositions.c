@@ -554,17 +554,6 @@ UOp *threefry2x32(UOp *x, UOp *key) {
 static bool env_CI, env_OSX, env_CPU_LVP, env_CPU_LLVM, env_CUDA_PTX, env_NV_PTX, env_NV_NAK, env_NULL_IR3, env_DISABLE_FAST_IDIV;
 static bool machine_bf16;   /* platform.machine() in {"arm", "arm64", "aarch64", "x86_64", "amd64"} */
 
-static int env_int(const char *name, bool *flag) {
-  const char *env = getenv(name);
-  if (!env) { *flag = false; return 0; }
-  PyObject *s = PyUnicode_FromString(env), *v = s ? PyNumber_Long(s) : NULL;
-  int truth = v ? PyObject_IsTrue(v) : -1;
-  Py_XDECREF(s); Py_XDECREF(v);
-  if (truth < 0) return -1;
-  *flag = truth;
-  return 0;
-}
-
 static bool str_in(const char *s, const char *const *set) {
   for (int i = 0; set[i]; i++) if (strcmp(s, set[i]) == 0) return true;
   return false;
@@ -1027,9 +1016,9 @@ int tinyc_init_decompositions(PyObject *m) {
 #ifdef __APPLE__
   env_OSX = true;
 #endif
-  if (env_int("CPU_LVP", &env_CPU_LVP) < 0 || env_int("CPU_LLVM", &env_CPU_LLVM) < 0 || env_int("CUDA_PTX", &env_CUDA_PTX) < 0 ||
-      env_int("NV_PTX", &env_NV_PTX) < 0 || env_int("NV_NAK", &env_NV_NAK) < 0 || env_int("NULL_IR3", &env_NULL_IR3) < 0 ||
-      env_int("DISABLE_FAST_IDIV", &env_DISABLE_FAST_IDIV) < 0)
+  if (env_flag("CPU_LVP", &env_CPU_LVP) < 0 || env_flag("CPU_LLVM", &env_CPU_LLVM) < 0 || env_flag("CUDA_PTX", &env_CUDA_PTX) < 0 ||
+      env_flag("NV_PTX", &env_NV_PTX) < 0 || env_flag("NV_NAK", &env_NV_NAK) < 0 || env_flag("NULL_IR3", &env_NULL_IR3) < 0 ||
+      env_flag("DISABLE_FAST_IDIV", &env_DISABLE_FAST_IDIV) < 0)
     return -1;
   if (!(magicgu_cache = PyDict_New()) || !(late_cache = PyDict_New()) || !(powers_of_two = PyDict_New())) return -1;
   for (int i = 0; i < 64; i++) {

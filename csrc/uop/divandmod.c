@@ -467,21 +467,9 @@ static const RuleDef div_and_mod_defs[] = {
   {"UPat.var('x', dtypes.index) % UPat.var('d')", mod_by_negative},
 };
 
-/* tinygrad's ContextVar("CORRECT_DIVMOD_FOLDING", 0): bool(int(os.getenv(name, 0))) */
-static int read_correct_divmod_folding(void) {
-  PyObject *os = PyImport_ImportModule("os");
-  PyObject *env = os ? PyObject_CallMethod(os, "getenv", "si", "CORRECT_DIVMOD_FOLDING", 0) : NULL;
-  PyObject *value = env ? PyNumber_Long(env) : NULL;
-  int truth = value ? PyObject_IsTrue(value) : -1;
-  Py_XDECREF(os); Py_XDECREF(env); Py_XDECREF(value);
-  if (truth < 0) return -1;
-  correct_divmod_folding = truth;
-  return 0;
-}
-
 int tinyc_init_divandmod(PyObject *m) {
   UNUSED(m);
-  if (read_correct_divmod_folding() < 0) return -1;
+  if (env_flag("CORRECT_DIVMOD_FOLDING", &correct_divmod_folding) < 0) return -1;   /* tinygrad's ContextVar, default 0 */
   if (!(s_const_factor = PyUnicode_InternFromString("const_factor")) || !(s_divides = PyUnicode_InternFromString("divides")) ||
       !(s_split_uop = PyUnicode_InternFromString("split_uop")) || !(uop_gcd_fn = PyObject_GetAttrString(AS_PY(&UOp_Type), "gcd")))
     return -1;

@@ -631,15 +631,11 @@ static PyMethodDef sym_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
-/* IMAGE as tinygrad's ContextVar reads it: int(os.getenv("IMAGE", 0)) */
+/* IMAGE as tinygrad's ContextVar reads it: int(os.getenv("IMAGE", 0)), on when positive */
 static int read_image_env(void) {
-  const char *env = getenv("IMAGE");
-  if (!env) return 0;
-  PyObject *s = PyUnicode_FromString(env), *v = s ? PyNumber_Long(s) : NULL;
-  int positive = v ? n_gti(v, 0) : -1;
-  Py_XDECREF(s); Py_XDECREF(v);
-  if (positive < 0) return -1;
-  image_enabled = positive;
+  long image = 0;
+  if (env_int("IMAGE", &image) < 0) return -1;
+  image_enabled = image > 0;
   return 0;
 }
 

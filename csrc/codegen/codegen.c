@@ -3,7 +3,7 @@
  *
  * The pass list is data: each pass names its rule sets (tinygrad's names, registered by the files of
  * the passes) and the context its rules read; their concatenation is built once, on first use.
- * The environment switches tinygrad reads here (DEVECTORIZE, TRANSCENDENTAL, SPEC) are read once at
+ * The environment switches tinygrad reads here (DEVECTORIZE, TRANSCENDENTAL; SPEC in spec.c) are read once at
  * import, as tinygrad's ContextVars read the environment. NOOPT has nothing to switch off yet: with no
  * opts given, apply_opts applies none (the hand-coded heuristics arrive later), as tinygrad under NOOPT=1. */
 #include "codegen.h"
@@ -60,12 +60,7 @@ static Pass lower_passes[] = {
 static Pass control_flow_pass = PASS("add control flow", CTX_CFG, true, "pm_add_control_flow");
 
 static long devectorize_level = 1, transcendental_level = 1;
-static bool spec_enabled = true;
-static PyObject *kernel_info_type;     /* tinyc.KernelInfo */
 static PyObject *itertools_count;      /* itertools.count */
-static PyObject *type_verify_fn;       /* tinyc._C.type_verify */
-static PyObject *program_spec_type;    /* tinyc.ProgramSpec, looked up on first use */
-static PyObject *module;               /* tinyc._C, borrowed */
 static PyObject *final_cache;          /* (code_for_op keys, force, extra_matcher) -> (pm_decomp, pm_final_rewrite) */
 
 /* ---- building the passes' matchers ---- */
@@ -159,12 +154,7 @@ done:
 /* ---- full_rewrite_to_sink ---- */
 
 static UOp *verify_kernel(UOp *sink) {
-  if (!spec_enabled) return sink;
-  PyObject *spec = (PyObject *)native_get("kernel_spec");
-  PyObject *ok = spec ? PyObject_CallFunctionObjArgs(type_verify_fn, (PyObject *)sink, spec, NULL) : NULL;
-  if (!spec && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the native rule set kernel_spec is missing");
-  if (!ok) { Py_DECREF(sink); return NULL; }
-  Py_DECREF(ok);
+  if (spec_check((PyObject *)sink, "kernel_spec") < 0) { Py_DECREF(sink); return NULL; }
   return sink;
 }
 
@@ -225,18 +215,6 @@ UOp *full_rewrite_to_sink(UOp *sink, PyObject *ren, bool optimize) {
 
 /* ---- get_program: pm_to_program ---- */
 
-/* prg with one more source (a new reference), arg replaced when arg is given */
-static UOp *program_append(UOp *prg, UOp *extra, PyObject *arg) {
-  if (!extra) return NULL;
-  UOp *small[8], **src = prg->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (prg->nsrc + 1));
-  if (!src) return (UOp *)PyErr_NoMemory();
-  memcpy(src, prg->src, sizeof(UOp *) * prg->nsrc);
-  src[prg->nsrc] = extra;
-  UOp *ret = uop_new(prg->op, prg->dtype, src, prg->nsrc + 1, arg ? arg : prg->arg, uop_tag(prg));
-  if (src != small) PyMem_Free(src);
-  return ret;
-}
-
 static int SLOT_prg, SLOT_sink, SLOT_lin, SLOT_source;
 
 /* do_linearize: PROGRAM(SINK, DEVICE) gains LINEAR */
@@ -258,7 +236,7 @@ static UOp *to_source(Captures *m, PyObject *ren) {
   PyObject *aux = aux_wanted > 0 ? pool_keep(PyObject_CallMethod(ren, "aux", "O", lines)) : NULL;
   if (aux_wanted < 0 || (aux_wanted && !aux)) return NULL;
   UOp *source = KEEP(uop_new0(OP_SOURCE, DTYPE(VOID), text));
-  return source ? KEEP(program_append(prg, source, aux)) : NULL;
+  return source ? KEEP(uop_append_src(prg, source, aux)) : NULL;
 }
 
 /* do_compile: gains BINARY, the compiled bytes, when the renderer has a compiler */
@@ -267,7 +245,7 @@ static UOp *to_binary(Captures *m, PyObject *ren) {
   if (!compiler || compiler == Py_None) return NULL;
   PyObject *lib = pool_keep(PyObject_CallMethod(compiler, "compile_cached", "O", m->slot[SLOT_source]->arg));
   UOp *binary = lib ? KEEP(uop_new0(OP_BINARY, DTYPE(VOID), lib)) : NULL;
-  return binary ? KEEP(program_append(m->slot[SLOT_prg], binary, NULL)) : NULL;
+  return binary ? KEEP(uop_append_src(m->slot[SLOT_prg], binary, NULL)) : NULL;
 }
 
 static const RuleDef pm_to_program_defs[] = {
@@ -282,9 +260,9 @@ static UOp *with_kernel_info(UOp *ast, PyObject *opts) {
   if (opts != Py_None) {
     if (ast->arg != Py_None) return (UOp *)PyErr_Format(PyExc_AssertionError, "can't apply opts if sink has an arg");
     PyObject *t = PySequence_Tuple(opts), *kw = t ? Py_BuildValue("{sO}", "opts_to_apply", t) : NULL, *args = PyTuple_New(0);
-    info = kw && args ? PyObject_Call(kernel_info_type, args, kw) : NULL;
+    info = kw && args ? PyObject_Call((PyObject *)&KernelInfo_Type, args, kw) : NULL;
     Py_XDECREF(t); Py_XDECREF(kw); Py_XDECREF(args);
-  } else if (ast->arg == Py_None) info = PyObject_CallNoArgs(kernel_info_type);
+  } else if (ast->arg == Py_None) info = PyObject_CallNoArgs((PyObject *)&KernelInfo_Type);
   else return (UOp *)Py_NewRef(ast);
   UOp *ret = info ? uop_new(ast->op, ast->dtype, ast->src, ast->nsrc, info, uop_tag(ast)) : NULL;
   Py_XDECREF(info);
@@ -311,9 +289,8 @@ static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts) {
 }
 
 PyObject *get_program(UOp *ast, PyObject *ren, PyObject *opts) {
-  if (!program_spec_type && !(program_spec_type = PyObject_GetAttrString(module, "ProgramSpec"))) return NULL;
   UOp *prg = program_uop(ast, ren, opts);
-  PyObject *ret = prg ? PyObject_CallMethod(program_spec_type, "from_uop", "O", (PyObject *)prg) : NULL;
+  PyObject *ret = prg ? program_spec_from_uop((PyObject *)prg) : NULL;
   Py_XDECREF(prg);
   return ret;
 }
@@ -363,31 +340,14 @@ static PyMethodDef codegen_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
-/* an int setting as tinygrad's ContextVar reads it at import: int(os.getenv(name, default)) */
-static int read_env_int(const char *name, long *value) {
-  const char *env = getenv(name);
-  if (!env) return 0;
-  PyObject *s = PyUnicode_FromString(env), *v = s ? PyNumber_Long(s) : NULL;
-  long x = v ? PyLong_AsLong(v) : -1;
-  Py_XDECREF(s); Py_XDECREF(v);
-  if (x == -1 && PyErr_Occurred()) return -1;
-  *value = x;
-  return 0;
-}
-
 int tinyc_init_codegen(PyObject *m) {
-  module = m;
-  long spec = 1;
   PyObject *itertools = PyImport_ImportModule("itertools");
   itertools_count = itertools ? PyObject_GetAttrString(itertools, "count") : NULL;
   Py_XDECREF(itertools);
-  kernel_info_type = (PyObject *)&KernelInfo_Type;
-  type_verify_fn = PyObject_GetAttrString(m, "type_verify");
   final_cache = PyDict_New();
-  if (!itertools_count || !type_verify_fn || !final_cache || read_env_int("DEVECTORIZE", &devectorize_level) < 0 ||
-      read_env_int("TRANSCENDENTAL", &transcendental_level) < 0 || read_env_int("SPEC", &spec) < 0)
+  if (!itertools_count || !final_cache || env_int("DEVECTORIZE", &devectorize_level) < 0 ||
+      env_int("TRANSCENDENTAL", &transcendental_level) < 0)
     return -1;
-  spec_enabled = spec != 0;
   SLOT_prg = capture_slot("prg"); SLOT_sink = capture_slot("sink"); SLOT_lin = capture_slot("lin"); SLOT_source = capture_slot("source");
   if (SLOT_prg < 0 || SLOT_sink < 0 || SLOT_lin < 0 || SLOT_source < 0 || PyModule_AddFunctions(m, codegen_functions) < 0) return -1;
   return native_register("pm_to_program", pm_from_defs(pm_to_program_defs, N(pm_to_program_defs)));

@@ -8,6 +8,7 @@
  * (same operand order) as tinygrad's. */
 #include "../uop/native.h"
 #include "../codegen/opt/opt.h"
+#include "renderer.h"
 #include <structmember.h>
 #include <zlib.h>
 
@@ -552,6 +553,10 @@ static int special_dim(UOp *u, Py_ssize_t *dim) {
 
 static PyObject *ProgramSpec_from_uop(PyObject *unused, PyObject *prg_obj) {
   UNUSED(unused);
+  return program_spec_from_uop(prg_obj);
+}
+
+PyObject *program_spec_from_uop(PyObject *prg_obj) {
   if (!UOp_Check(prg_obj)) return PyErr_Format(PyExc_TypeError, "ProgramSpec.from_uop needs a UOp, not %.100s", Py_TYPE(prg_obj)->tp_name);
   UOp *prg = (UOp *)prg_obj;
   if (prg->op != OP_PROGRAM) return PyErr_Format(PyExc_AssertionError, "expected PROGRAM, got %S", ops_members[prg->op]);

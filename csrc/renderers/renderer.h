@@ -15,6 +15,9 @@ typedef struct {
 extern PyTypeObject Renderer_Type;
 extern PyTypeObject ClangRenderer_Type;
 
+/* program_spec.c: ProgramSpec.from_uop(prg), a new ProgramSpec (TypeError/AssertionError on a non-PROGRAM) */
+PyObject *program_spec_from_uop(PyObject *prg);
+
 int tinyc_init_cstyle(PyObject *m);
 
 #endif

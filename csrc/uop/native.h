@@ -90,6 +90,10 @@ int n_truth(PyObject *a);
 /* tinygrad's exec_alu(op, dtype, operands, truncate_output): new reference */
 PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool truncate_output);
 
+/* spec.c: type_verify(ast, <the native rule set spec_name>) when SPEC is on (tinygrad's `if SPEC: type_verify(...)`);
+ * ast is a UOp (checked in toposort order) or a list of UOps. 0, or -1 with the RuntimeError naming the node. */
+int spec_check(PyObject *ast, const char *spec_name);
+
 int tinyc_init_native(PyObject *m);
 
 #endif

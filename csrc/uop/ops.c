@@ -231,6 +231,17 @@ UOp *uop_new3(Op op, DType *dtype, UOp *a, UOp *b, UOp *c, PyObject *arg) {
   return uop_new(op, dtype, src, 3, arg, NULL);
 }
 
+UOp *uop_append_src(UOp *u, UOp *extra, PyObject *arg) {
+  if (!extra) return NULL;
+  UOp *small[8], **src = u->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (u->nsrc + 1));
+  if (!src) return (UOp *)PyErr_NoMemory();
+  memcpy(src, u->src, sizeof(UOp *) * u->nsrc);
+  src[u->nsrc] = extra;
+  UOp *ret = uop_new(u->op, u->dtype, src, u->nsrc + 1, arg ? arg : u->arg, uop_tag(u));
+  if (src != small) PyMem_Free(src);
+  return ret;
+}
+
 /* Freeing a long chain node by node would recurse once per node and overflow the C stack, so
  * dead nodes queue on a list (linked through their `extra` field) and one loop frees them. */
 static UOp *dealloc_queue;

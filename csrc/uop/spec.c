@@ -545,10 +545,7 @@ static PyObject *spec_answer(PyObject *spec, UOp *u) {
 
 /* type_verify(ast, check_spec): every node of ast (a UOp, walked in toposort order, or a list of
  * UOps) must be answered True by the spec; the first that is not raises RuntimeError. */
-static PyObject *py_type_verify(PyObject *mod, PyObject *args) {
-  UNUSED(mod);
-  PyObject *ast, *spec;
-  if (!PyArg_ParseTuple(args, "OO:type_verify", &ast, &spec)) return NULL;
+static PyObject *type_verify(PyObject *ast, PyObject *spec) {
   PyObject *lst = UOp_Check(ast) ? uop_toposort_list((UOp *)ast, NULL) : PySequence_List(ast);
   if (!lst) return NULL;
   PyObject *ret = Py_None;
@@ -565,6 +562,23 @@ static PyObject *py_type_verify(PyObject *mod, PyObject *args) {
   }
   Py_DECREF(lst);
   return Py_XNewRef(ret);
+}
+
+static PyObject *py_type_verify(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  PyObject *ast, *spec;
+  return PyArg_ParseTuple(args, "OO:type_verify", &ast, &spec) ? type_verify(ast, spec) : NULL;
+}
+
+static bool spec_enabled = true;   /* tinygrad's SPEC (default 1), read at import */
+
+int spec_check(PyObject *ast, const char *spec_name) {
+  if (!spec_enabled) return 0;
+  PyObject *spec = (PyObject *)native_get(spec_name);
+  if (!spec) { PyErr_Format(PyExc_RuntimeError, "the native rule set %s is missing", spec_name); return -1; }
+  PyObject *ok = type_verify(ast, spec);
+  Py_XDECREF(ok);
+  return ok ? 0 : -1;
 }
 
 /* validate_index(buf, idx, gate=None) as a function, for tests and Python callers */
@@ -606,6 +620,9 @@ static int register_spec(const char *name, const RuleDef *defs, int n, const cha
 static int init_spec_globals(PyObject *m) {
   SLOT_mv = capture_slot("mv"), SLOT_copy = capture_slot("copy"), SLOT_red = capture_slot("red");
   SLOT_multi = capture_slot("multi"), SLOT_buf_view = capture_slot("buf_view");
+  long spec = 1;
+  if (env_int("SPEC", &spec) < 0) return -1;
+  spec_enabled = spec != 0;
   const char *env = getenv("IGNORE_OOB");
   ignore_oob = env ? atoi(env) != 0 : true;
   axistype_class = (PyObject *)Py_TYPE(axistype_members[AXIS_GLOBAL]);

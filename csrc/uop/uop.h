@@ -89,6 +89,9 @@ UOp *uop_new(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *ar
 UOp *uop_new0(Op op, DType *dtype, PyObject *arg);
 UOp *uop_new1(Op op, DType *dtype, UOp *a, PyObject *arg);
 UOp *uop_new2(Op op, DType *dtype, UOp *a, UOp *b, PyObject *arg);
+/* u with one more source at the end (tinygrad's u.replace(src=u.src+(extra,), arg=arg)); arg NULL keeps u's.
+ * New reference, NULL when extra is NULL (an error before) or on error. */
+UOp *uop_append_src(UOp *u, UOp *extra, PyObject *arg);
 UOp *uop_new3(Op op, DType *dtype, UOp *a, UOp *b, UOp *c, PyObject *arg);
 
 /* tinygrad's UOp.const(dtype, b) for a Python number / tuple / Invalid (no device, no shape). */

@@ -725,30 +725,15 @@ static const RuleDef pm_split_ends_defs[] = {
 /* do_linearize: PROGRAM(sink, device) gains LINEAR(the lines)                                      */
 /* ---------------------------------------------------------------------------------------------- */
 
-static bool spec_enabled = true;    /* tinygrad's SPEC (default 1): check the lines against program_spec */
-static PyObject *type_verify_fn;    /* tinyc._C.type_verify (spec.c) */
-
 /* tinygrad's do_linearize(prg, sink): a new reference to prg with one more source, LINEAR of the lines */
 UOp *do_linearize(UOp *prg, UOp *sink) {
   PyObject *lines = linearize(sink), *cleaned = lines ? line_rewrite(lines, native_get("pm_linearize_cleanups")) : NULL;
   Py_XDECREF(lines);
   if (!cleaned) return NULL;
-  if (spec_enabled) {
-    PyObject *spec = (PyObject *)native_get("program_spec");
-    PyObject *ok = spec ? PyObject_CallFunctionObjArgs(type_verify_fn, cleaned, spec, NULL) : NULL;
-    if (!spec && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the native rule set program_spec is missing");
-    if (!ok) { Py_DECREF(cleaned); return NULL; }
-    Py_DECREF(ok);
-  }
-  UOp *linear = uop_new(OP_LINEAR, DTYPE(VOID), (UOp **)PySequence_Fast_ITEMS(cleaned), PyList_GET_SIZE(cleaned), NULL, NULL), *ret = NULL;
+  if (spec_check(cleaned, "program_spec") < 0) { Py_DECREF(cleaned); return NULL; }
+  UOp *linear = uop_new(OP_LINEAR, DTYPE(VOID), (UOp **)PySequence_Fast_ITEMS(cleaned), PyList_GET_SIZE(cleaned), NULL, NULL);
   Py_DECREF(cleaned);
-  UOp *small[8], **src = prg->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (prg->nsrc + 1));
-  if (linear && src) {
-    memcpy(src, prg->src, sizeof(UOp *) * prg->nsrc);
-    src[prg->nsrc] = linear;
-    ret = uop_new(prg->op, prg->dtype, src, prg->nsrc + 1, prg->arg, uop_tag(prg));
-  } else if (linear) PyErr_NoMemory();
-  if (src && src != small) PyMem_Free(src);
+  UOp *ret = uop_append_src(prg, linear, NULL);
   Py_XDECREF(linear);
   return ret;
 }
@@ -793,26 +778,12 @@ static PyMethodDef linearizer_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
-/* a flag as tinygrad's ContextVar reads it at import: bool(int(os.getenv(name, default))) */
-static int read_flag_env(const char *name, bool *flag) {
-  const char *env = getenv(name);
-  if (!env) return 0;
-  PyObject *s = PyUnicode_FromString(env), *v = s ? PyNumber_Long(s) : NULL;
-  int truth = v ? PyObject_IsTrue(v) : -1;
-  Py_XDECREF(s); Py_XDECREF(v);
-  if (truth < 0) return -1;
-  *flag = truth;
-  return 0;
-}
-
 int tinyc_init_linearizer(PyObject *m) {
   if (PyType_Ready(&SortKey_Type) < 0) return -1;
   PyObject *operator_mod = PyImport_ImportModule("operator");
   attrgetter_arg = operator_mod ? PyObject_CallMethod(operator_mod, "attrgetter", "s", "arg") : NULL;
   Py_XDECREF(operator_mod);
-  type_verify_fn = PyObject_GetAttrString(m, "type_verify");   /* added by tinyc_init_spec */
-  if (!attrgetter_arg || !type_verify_fn || read_flag_env("TUPLE_ORDER", &tuple_order) < 0 ||
-      read_flag_env("SPEC", &spec_enabled) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
+  if (!attrgetter_arg || env_flag("TUPLE_ORDER", &tuple_order) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
     return -1;
   return native_register("pm_linearize_cleanups", pm_from_defs(pm_linearize_cleanups_defs, N(pm_linearize_cleanups_defs))) < 0 ||
          native_register("pm_add_control_flow", pm_from_defs(pm_add_control_flow_defs, N(pm_add_control_flow_defs))) < 0 ||

@@ -7,11 +7,11 @@ input, context and output of each pass below; tinyc runs the same pass with its 
 input and must return the very node tinygrad returned (through the bridge)."""
 import functools
 from tinygrad import Tensor
-import tinygrad.codegen as tg_codegen
 from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
+from passes import capture_passes
 from test_linearizer import programs as linearizer_programs, kernel_asts as linearizer_kernel_asts
 
 RULES = _C.native_rules()
@@ -43,19 +43,8 @@ def kernel_asts(): return linearizer_kernel_asts(programs)
 @functools.cache
 def captured():
   """[(kernel name, pass name, input sink, ctx, output sink)] for the passes of PASSES"""
-  ren, out = ClangRenderer(), []
-  def spy(sink, pm, ctx=None, bottom_up=False, name=None, **kwargs):
-    ctx_in = dict(ctx) if isinstance(ctx, dict) else ctx   # the pass may change a dict ctx
-    ret = tg_graph_rewrite(sink, pm, ctx, bottom_up, name=name, **kwargs)
-    if name in PASSES: out.append((kname, name, sink, ctx_in, ret))
-    return ret
-  tg_codegen.graph_rewrite = spy
-  try:
-    for kname, ast in kernel_asts():  # noqa: B007 (the spy reads kname)
-      try: tg_codegen.full_rewrite_to_sink(ast, ren, optimize=ast.tag is None)
-      except Exception: pass   # an opt that does not apply to this kernel
-  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
-  return out
+  got = capture_passes(kernel_asts(), ClangRenderer(), PASSES)
+  return [(k, name, inp, ctx, out) for name, cases in got.items() for k, inp, ctx, out in cases]
 
 def convert_ctx(ctx):
   if isinstance(ctx, dict): return {from_tinygrad(k): None if v is None else from_tinygrad(v) for k, v in ctx.items()}

@@ -11,7 +11,7 @@ import pytest
 import tinyc
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
-import tinygrad.codegen as tg_codegen
+from passes import capture_passes
 from tinygrad.uop.ops import UOp, Ops, graph_rewrite as tg_graph_rewrite
 from tinygrad.dtype import dtypes
 from tinygrad.device import is_dtype_supported as tg_is_dtype_supported
@@ -291,19 +291,7 @@ def test_late_rewrite_cache_and_order():
 @functools.cache
 def captured_decompositions():
   """[(kernel name, input, output)] of every "decompositions" pass tinygrad runs lowering the corpus with ClangRenderer"""
-  out, current = [], [None]
-  def spy(sink, pm, *args, name=None, **kwargs):
-    ret = tg_graph_rewrite(sink, pm, *args, name=name, **kwargs)
-    if name == "decompositions": out.append((current[0], sink, ret))
-    return ret
-  tg_codegen.graph_rewrite = spy
-  try:
-    for kname, ast in kernel_asts():
-      current[0] = kname
-      try: tg_codegen.full_rewrite_to_sink(ast, ClangRenderer(), optimize=ast.tag is None)
-      except Exception: continue
-  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
-  return out
+  return [(k, inp, out) for k, inp, _, out in capture_passes(kernel_asts(), ClangRenderer(), ("decompositions",))["decompositions"]]
 
 def test_corpus_decompositions_pass():
   tc_ops = tuple(tinyc.ClangRenderer().code_for_op.keys())

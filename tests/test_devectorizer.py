@@ -8,12 +8,12 @@ import contextlib, functools
 import tinyc
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
-import tinygrad.codegen as tg_codegen
 from tinygrad.helpers import DEVECTORIZE, Context
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite
 from tinygrad.codegen.late.devectorizer import pm_render as tg_pm_render
 from test_linearizer import kernel_asts
+from passes import capture_passes
 from uop_oracle import TC, TG
 from tinygrad.codegen.late import devectorizer as tg_dev
 
@@ -23,20 +23,10 @@ RULES = _C.native_rules()
 def captured(devectorize=None):
   """{pass name: [(kernel name, input sink, output sink)]} for the passes below, from every kernel that lowers;
   devectorize: lower under Context(DEVECTORIZE=devectorize) (None: tinygrad's own setting)"""
-  out, current = {}, [None]
-  def spy(sink, pm, *args, name=None, **kwargs):
-    ret = tg_graph_rewrite(sink, pm, *args, name=name, **kwargs)
-    out.setdefault(name, []).append((current[0], sink, ret))
-    return ret
-  tg_codegen.graph_rewrite = spy
-  try:
-    with Context(DEVECTORIZE=devectorize) if devectorize is not None else contextlib.nullcontext():
-      for kname, ast in kernel_asts():
-        current[0] = kname
-        try: tg_codegen.full_rewrite_to_sink(ast, ClangRenderer(), optimize=ast.tag is None)
-        except Exception: continue   # an opt that does not apply to this kernel
-  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
-  return out
+  names = ("** add loads (code)", "devectorize", "lower all index dtypes", "remove_reduce", "final rewrite")
+  with Context(DEVECTORIZE=devectorize) if devectorize is not None else contextlib.nullcontext():
+    got = capture_passes(kernel_asts(), ClangRenderer(), names)
+  return {name: [(k, inp, out) for k, inp, _, out in cases] for name, cases in got.items()}
 
 def identity_rate(pass_name, pm, make_ctx=lambda: None, devectorize=None):
   """how many captured runs of the pass give tinygrad's very output; make_ctx gives each run its fresh ctx"""

@@ -16,6 +16,7 @@ from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite, KernelInfo, Ops 
 import tinyc
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
+from passes import capture_passes
 
 RULES = _C.native_rules()
 EXPANDER_PASS = RULES["sym"] + RULES["pm_pre_expander"] + RULES["pm_group_for_reduce"] + RULES["expander"]
@@ -57,20 +58,9 @@ def kernel_asts(programs=programs):
 @functools.cache
 def captured(gpu=False):
   """(kernel name, input sink, output sink) of every "expander" pass of the corpus"""
-  out, ren = [], CUDARenderer("sm_80") if gpu else ClangRenderer()
-  def spy(sink, pm, *args, name=None, **kwargs):
-    ret = tg_graph_rewrite(sink, pm, *args, name=name, **kwargs)
-    if name == "expander": out.append((current[0], sink, ret))
-    return ret
-  current = [None]
-  tg_codegen.graph_rewrite = spy
-  try:
-    for name, ast in kernel_asts(gpu_programs if gpu else programs):
-      current[0] = name
-      try: tg_codegen.full_rewrite_to_sink(ast, ren, optimize=True)
-      except Exception: continue   # an opt tinygrad refuses for this kernel
-  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
-  return out
+  ren = CUDARenderer("sm_80") if gpu else ClangRenderer()
+  cases = capture_passes(kernel_asts(gpu_programs if gpu else programs), ren, ("expander",))["expander"]
+  return [(k, inp, out) for k, inp, _, out in cases]
 
 def axis_types(sink): return {u.arg[-1] for u in sink.toposort() if u.op is TgOps.RANGE}
 
@@ -137,21 +127,9 @@ GROUP_OPTS = [(Opt(OptOps.GROUP, 0, 4),), (Opt(OptOps.GROUPTOP, 0, 16),), (Opt(O
 def captured_group():
   """(kernel name, input, output) of the "expander" pass of corpus reduce kernels lowered for CUDA with GROUP opts"""
   from corpus import kernel_asts as corpus_asts
-  out, ren, current = [], CUDARenderer("sm_80"), [None]
-  def spy(sink, pm, *args, name=None, **kwargs):
-    ret = tg_graph_rewrite(sink, pm, *args, name=name, **kwargs)
-    if name == "expander": out.append((current[0], sink, ret))
-    return ret
-  tg_codegen.graph_rewrite = spy
-  try:
-    for kname, ast in corpus_asts():
-      if not any(u.op is TgOps.REDUCE for u in ast.toposort()): continue
-      for opts in GROUP_OPTS:
-        current[0] = f"{kname}/{','.join(f'{o.op.name}{o.axis}:{o.arg}' for o in opts)}"
-        try: tg_codegen.full_rewrite_to_sink(ast.replace(arg=KernelInfo(opts_to_apply=opts)), ren, optimize=True)
-        except Exception: continue   # an opt tinygrad refuses for this kernel
-  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
-  return out
+  kernels = [(f"{kname}/{','.join(f'{o.op.name}{o.axis}:{o.arg}' for o in opts)}", ast.replace(arg=KernelInfo(opts_to_apply=opts)))
+             for kname, ast in corpus_asts() if any(u.op is TgOps.REDUCE for u in ast.toposort()) for opts in GROUP_OPTS]
+  return [(k, inp, out) for k, inp, _, out in capture_passes(kernels, CUDARenderer("sm_80"), ("expander",))["expander"]]
 
 def test_group_for_reduce_identity():
   cases = captured_group()

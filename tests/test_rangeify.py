@@ -12,6 +12,7 @@ import pytest
 import tinyc
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad, to_tinygrad
+from passes import capture_passes
 import tinygrad.codegen as tg_codegen
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.renderer.cstyle import CUDARenderer
@@ -392,22 +393,10 @@ GROUP_OPTS = [(Opt(OptOps.GROUP, 0, 4),), (Opt(OptOps.GROUPTOP, 0, 16),), (Opt(O
 @functools.cache
 def captured_local():
   """{pass name: [(kernel name, input, output)]} of the passes below, from the corpus's reduce kernels with GROUP opts"""
-  out, cur = {}, [None]
-  def spy(sink, pm, *args, name=None, **kw):
-    ret = tg_graph_rewrite(sink, pm, *args, name=name, **kw)
-    if name in ("early movement ops", "expander", "add local buffers"): out.setdefault(name, []).append((cur[0], sink, ret))
-    return ret
-  ren = CUDARenderer("sm_80")
-  tg_codegen.graph_rewrite = spy
-  try:
-    for kname, ast in kernel_asts():
-      if not any(u.op is TgOps.REDUCE for u in ast.toposort()): continue
-      for opts in GROUP_OPTS:
-        cur[0] = f"{kname}/{opts}"
-        try: tg_codegen.full_rewrite_to_sink(ast.replace(arg=KernelInfo(opts_to_apply=opts)) if opts is not None else ast, ren)
-        except Exception: continue   # an opt tinygrad refuses for this kernel
-  finally: tg_codegen.graph_rewrite = tg_graph_rewrite
-  return out
+  kernels = [(f"{kname}/{opts}", ast.replace(arg=KernelInfo(opts_to_apply=opts)) if opts is not None else ast)
+             for kname, ast in kernel_asts() if any(u.op is TgOps.REDUCE for u in ast.toposort()) for opts in GROUP_OPTS]
+  got = capture_passes(kernels, CUDARenderer("sm_80"), ("early movement ops", "expander", "add local buffers"))
+  return {name: [(k, inp, out) for k, inp, _, out in cases] for name, cases in got.items()}
 
 def test_add_local_buffers_identity():
   cases = captured_local()["add local buffers"]

@@ -2,6 +2,7 @@
  * the content key, pretty printing and pickling. Constructors and sugar are in ops_sugar.c,
  * range analysis and the symbolic helpers in ops_range.c, operators in mixin/math.c. */
 #include "uop.h"
+#include "form.h"
 #include "../helpers.h"
 #include <dlfcn.h>
 
@@ -18,8 +19,6 @@ static uint64_t table_version;    /* bumped on every insert/delete: detects re-e
 
 Py_ssize_t uop_intern_count(void) { return (Py_ssize_t)table_len; }
 
-/* node flags: a DEVICE op is in the backward slice (_device needs a walk); a walk has finished the node */
-enum { FLAG_HAS_DEVICE = 1, FLAG_VISITED = 2 };
 
 static inline uint64_t mix_hash(uint64_t h, uint64_t v) {
   /* one round of xxHash64's accumulate step: cheap, and good enough to spread pointers */
@@ -179,14 +178,15 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   UOp *u = PyObject_Malloc(sizeof(UOp) + (size_t)nsrc * sizeof(UOp *));
   if (!u) return (UOp *)PyErr_NoMemory();
   PyObject_Init((PyObject *)u, &UOp_Type);
-  u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
+  u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? UOP_FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
+  if (!uop_form_ok(op, nsrc, arg)) u->flags |= UOP_FLAG_MALFORMED;
   u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL, u->rw_id = 0, u->rw_idx = 0;
   Py_INCREF(arg);
   u->arg = arg;
   for (Py_ssize_t i = 0; i < nsrc; i++) {
     Py_INCREF(src[i]);
     u->src[i] = src[i];
-    u->flags |= src[i]->flags & FLAG_HAS_DEVICE;
+    u->flags |= src[i]->flags & (UOP_FLAG_HAS_DEVICE | UOP_FLAG_MALFORMED);
   }
   if (tag != Py_None) {
     if (!uop_extra(u)) { Py_DECREF(u); return NULL; }
@@ -289,10 +289,10 @@ static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
   while (stack.len) {
     uintptr_t entry = (uintptr_t)ptrvec_pop(&stack);
     UOp *node = (UOp *)(entry & ~(uintptr_t)1);
-    if (gate ? ptrmap_has(&done, node) : (node->flags & FLAG_VISITED)) continue;
+    if (gate ? ptrmap_has(&done, node) : (node->flags & UOP_FLAG_VISITED)) continue;
     if (entry & 1) {   /* second visit: all sources are done */
       if (ptrvec_push(out, node) < 0 || (gate && ptrmap_set(&done, node, node) < 0)) goto end;
-      node->flags |= gate ? 0 : FLAG_VISITED;
+      node->flags |= gate ? 0 : UOP_FLAG_VISITED;
       continue;
     }
     if (gate) {
@@ -305,13 +305,13 @@ static int toposort_into(UOp *root, PyObject *gate, PtrVec *out) {
     if (ptrvec_push(&stack, (void *)((uintptr_t)node | 1)) < 0) goto end;
     for (int i = node->nsrc - 1; i >= 0; i--) {   /* a source already done would be skipped when popped */
       UOp *s = node->src[i];
-      if (gate ? ptrmap_has(&done, s) : (s->flags & FLAG_VISITED)) continue;
+      if (gate ? ptrmap_has(&done, s) : (s->flags & UOP_FLAG_VISITED)) continue;
       if (ptrvec_push(&stack, s) < 0) goto end;
     }
   }
   rc = 0;
 end:
-  for (Py_ssize_t i = first; i < out->len; i++) ((UOp *)out->items[i])->flags &= ~FLAG_VISITED & 3u;
+  for (Py_ssize_t i = first; i < out->len; i++) ((UOp *)out->items[i])->flags &= ~UOP_FLAG_VISITED & 7u;
   ptrvec_free(&stack);
   ptrmap_free(&done);
   return rc;
@@ -823,13 +823,13 @@ static PyObject *UOp_ptrdtype(UOp *self, void *c) {
 /* _device: the device of the first DEVICE found through the sources, as tinygrad's recursive
  * property; nodes without a DEVICE below them (all of a kernel AST) answer None at once. */
 PyObject *uop_device(UOp *u) {
-  while (u->flags & FLAG_HAS_DEVICE) {
+  while (u->flags & UOP_FLAG_HAS_DEVICE) {
     if (u->op == OP_DEVICE) return Py_NewRef(u->arg);
     if (u->op == OP_BUFFERIZE) return PyObject_GetAttrString(u->arg, "device");
     if ((u->op == OP_COPY || u->op == OP_BUFFER || u->op == OP_ALLREDUCE) && u->nsrc > 1) { u = u->src[1]; continue; }
     UOp *next = NULL;
     for (int i = 0; i < u->nsrc && !next; i++)
-      if (u->src[i]->flags & FLAG_HAS_DEVICE) next = u->src[i];
+      if (u->src[i]->flags & UOP_FLAG_HAS_DEVICE) next = u->src[i];
     if (!next) break;
     u = next;
   }

@@ -15,6 +15,7 @@ typedef enum {
 #undef X
   OP_COUNT
 } Op;
+_Static_assert(OP_COUNT <= 128, "a UOp stores its op in 7 bits");
 
 extern const char *const op_names[OP_COUNT];   /* "ADD", ... ; op_names[0] is NULL */
 extern PyObject *ops_members[OP_COUNT];        /* the tinyc.Ops members, borrowed */
@@ -63,8 +64,8 @@ typedef struct UOpExtra {
 
 typedef struct UOp {
   PyObject_HEAD
-  uint32_t op : 8;       /* Op */
-  uint32_t flags : 2;
+  uint32_t op : 7;       /* Op (OP_COUNT <= 128) */
+  uint32_t flags : 3;    /* UOP_FLAG_* */
   uint32_t nsrc : 22;    /* up to UOP_MAX_SRC: a LINEAR holds every uop of a kernel */
   uint32_t hash;         /* hash of (op, dtype, src, arg, tag) for the intern table */
   DType *dtype;          /* borrowed: dtypes are immortal */
@@ -76,6 +77,9 @@ typedef struct UOp {
 } UOp;
 
 #define UOP_MAX_SRC ((1 << 22) - 1)
+/* node flags: a DEVICE op is in the backward slice (_device needs a walk); a walk has finished the node (scratch);
+ * the node or one below it is malformed (form.h: native code reads neither) */
+enum { UOP_FLAG_HAS_DEVICE = 1, UOP_FLAG_VISITED = 2, UOP_FLAG_MALFORMED = 4 };
 
 extern PyTypeObject UOp_Type;
 #define UOp_Check(o) (Py_TYPE(o) == &UOp_Type)

@@ -3,6 +3,7 @@
  * in itertools order, UPat.any alternatives in order), depth first with backtracking, and hands
  * each complete match to the rule until the rule returns something. */
 #include "native.h"
+#include "form.h"
 #include <stddef.h>
 
 PyObject *BottomUpGate;
@@ -374,6 +375,7 @@ static int on_rule_match(MatchState *st) {
   Rule *rule = call->rule;
   PyObject *ret;
   if (rule->native) {   /* a borrowed result from the rule's pool, kept past the pool's release */
+    if (!rule->judges_form && uop_check_form(call->root, NULL) < 0) return -1;   /* C reads only well-formed nodes */
     Py_ssize_t mark = pool_mark();
     ret = Py_XNewRef((PyObject *)rule->native(st->cap, call->ctx));
     pool_release(mark);
@@ -574,6 +576,10 @@ PatternMatcher *pm_concat(PatternMatcher *a, PatternMatcher *b) {
   for (int i = 0; i < b->nrules; i++) pm->rules[pm->nrules++] = rule_ref(b->rules[i]);
   if (pm_index(pm) < 0) Py_CLEAR(pm);
   return pm;
+}
+
+void pm_set_judges_form(PatternMatcher *pm) {
+  for (int i = 0; i < pm->nrules; i++) if (pm->rules[i]->native) pm->rules[i]->judges_form = true;
 }
 
 static PyObject *PatternMatcher_new(PyTypeObject *type, PyObject *args, PyObject *kw) {

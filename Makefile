@@ -2,29 +2,51 @@
 # Each installs what is missing, builds the extension, then runs.
 PYTHON ?= python3
 APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev
-SAN_LIBS = $(shell gcc -print-file-name=libasan.so):$(shell gcc -print-file-name=libubsan.so)
+# the interpreter itself, not a launcher script (pyenv's shim is bash): the sanitizers must see only Python's allocations
+PY = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
-.PHONY: deps build test asan-test demo bench clean
+# The AddressSanitizer + UBSan build lives apart, in build-asan/lib (the in-place build stays the normal one), and runs
+# with Python's own allocator off so ASan sees every allocation, leak detection on (tests/lsan.supp: what the
+# interpreter keeps at exit), and CPU=1 so that tinygrad (the oracle) does not probe devices at fixed addresses.
+ASAN_LIB := build-asan/lib
+SAN_LIBS = $(shell gcc -print-file-name=libasan.so):$(shell gcc -print-file-name=libubsan.so)
+SAN_ENV = PYTHONSAFEPATH=1 PYTHONPATH=$(CURDIR)/$(ASAN_LIB) CPU=1 PYTHONMALLOC=malloc LD_PRELOAD=$(SAN_LIBS) \
+  ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# the part of the suite make test runs again on the sanitizer build: the fuzzers (a quarter of their cases) and the
+# tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
+ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
+  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py
+
+.PHONY: deps build asan-build test asan-test fuzz demo bench clean
 
 deps:
 	@for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "apt-get install$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
-	@$(PYTHON) -c "import numpy, pytest, tinygrad, tinyc; assert tinygrad.__version__ == '0.12.0'" 2>/dev/null \
+	@$(PYTHON) -c "import numpy, pytest, hypothesis, tinygrad, tinyc; assert tinygrad.__version__ == '0.12.0'" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q -e '.[test]'
 
 build: deps
-	@$(PYTHON) setup.py -q build_ext --inplace
+	@$(PYTHON) setup.py -q build_ext --inplace -j 2
 
-test: build
-	$(PYTHON) -m pytest -q tests
+asan-build: deps
+	@TINYC_SANITIZE=1 $(PYTHON) setup.py -q build_ext --build-lib $(ASAN_LIB) --build-temp build-asan/tmp -j 2
+	@cd tinyc && find . -name '*.py' -exec cp --parents {} ../$(ASAN_LIB)/tinyc/ \;
 
-# The same suite against an AddressSanitizer + UBSan build (kept apart in build-asan/). CPU=1 stops tinygrad
-# (the oracle) probing for other devices, which maps memory at fixed addresses that ASan's shadow owns.
-asan-test: deps
-	TINYC_SANITIZE=1 $(PYTHON) setup.py -q build_ext --inplace --build-temp build-asan --force
-	CPU=1 PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=8 UBSAN_OPTIONS=print_stacktrace=1 LD_PRELOAD=$(SAN_LIBS) \
-	  $(PYTHON) -m pytest -q -x tests; rc=$$?; \
-	$(PYTHON) setup.py -q build_ext --inplace --force >/dev/null; exit $$rc
+# the suite (20,000 fuzz cases among it), then its sanitizer part; either failing fails
+test: build asan-build
+	$(PY) -m pytest -q tests
+	$(SAN_ENV) TINYC_FUZZ_SCALE=0.25 $(PY) -m pytest -q -x -p no:cacheprovider $(ASAN_TESTS)
+
+# the whole suite on the sanitizer build (slow)
+asan-test: asan-build
+	$(SAN_ENV) $(PY) -m pytest -q -x -p no:cacheprovider tests
+
+# the long fuzzing mode: a million cases (FUZZ_CASES=, or a budget FUZZ_SECONDS=), crashes reported and fuzzing goes on
+FUZZ_CASES ?= 1000000
+FUZZ_SECONDS ?= inf
+fuzz: build
+	$(PY) tests/fuzz_run.py --cases $(FUZZ_CASES) --seconds $(FUZZ_SECONDS)
 
 demo: build
 	$(PYTHON) -m tinyc demo

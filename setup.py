@@ -7,7 +7,7 @@ from setuptools import setup, Extension
 
 sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
 headers = sorted(glob.glob("csrc/**/*.h", recursive=True))
-cflags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers", "-O2", "-g"]
+cflags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers", "-Wvla", "-O2", "-g"]
 ldflags = []
 if os.environ.get("TINYC_SANITIZE"):
   san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]

@@ -155,6 +155,9 @@ static DType *new_dtype(const DTypeSpec *s, PyObject *key) {
   if (s->is_ptr) {
     dt->base = (DType *)Py_NewRef((PyObject *)s->base);
     dt->addrspace = s->addrspace; dt->v = s->v; dt->size = s->size;
+  } else {   /* the pointer fields hold harmless values on every dtype, so C that reads one unchecked reads no garbage */
+    dt->base = dt;   /* borrowed: not a reference to itself */
+    dt->addrspace = ADDRSPACE_GLOBAL; dt->v = 1; dt->size = -1;
   }
   int rc = PyDict_SetItem(dcache, key, (PyObject *)dt);
   Py_DECREF(dt);  /* dcache owns it from now on */
@@ -298,7 +301,7 @@ static PyObject *DType_static_new(PyObject *unused, PyObject *args, PyObject *kw
 static void DType_dealloc(DType *self) {
   Py_XDECREF(self->name);
   Py_XDECREF(self->scalar_);
-  Py_XDECREF(self->base);
+  if (self->is_ptr) Py_XDECREF(self->base);
   Py_XDECREF(self->vec_cache);
   Py_XDECREF(self->repr_cache);
   Py_TYPE(self)->tp_free((PyObject *)self);

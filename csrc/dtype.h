@@ -32,7 +32,7 @@ typedef struct DType {
   struct DType *scalar_;     /* tinygrad's _scalar: NULL for a scalar */
   PyObject *vec_cache;       /* dict int -> DType, made on first vec() */
   PyObject *repr_cache;      /* repr(), made on first use: keys and printing ask for it per node */
-  /* PtrDType only (is_ptr): */
+  /* PtrDType only (is_ptr); a non-pointer dtype holds base = itself, GLOBAL, v 1, size -1 (never garbage): */
   bool is_ptr;
   struct DType *base;        /* the pointee dtype */
   AddrSpaceId addrspace;

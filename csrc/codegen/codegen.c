@@ -7,6 +7,7 @@
  * import, as tinygrad's ContextVars read the environment. NOOPT has nothing to switch off yet: with no
  * opts given, apply_opts applies none (the hand-coded heuristics arrive later), as tinygrad under NOOPT=1. */
 #include "codegen.h"
+#include "../uop/form.h"
 #include "opt/opt.h"
 #include "../renderers/renderer.h"
 
@@ -206,6 +207,7 @@ static UOp *rewrite_to_sink(UOp *sink, PyObject *ren, bool optimize) {
 /* The passes make no reference cycles (UOps are a DAG), but they allocate many tuples and dicts, which
  * would start the cycle collector every few hundred allocations: it is paused while they run. */
 UOp *full_rewrite_to_sink(UOp *sink, PyObject *ren, bool optimize) {
+  if (uop_check_form(sink, "full_rewrite_to_sink") < 0) return NULL;
   if (sink->op != OP_SINK) return (UOp *)PyErr_Format(PyExc_ValueError, "full_rewrite_to_sink needs a SINK, got %S", ops_str[sink->op]);
   int gc_was_enabled = PyGC_Disable();
   UOp *ret = rewrite_to_sink(sink, ren, optimize);
@@ -272,6 +274,7 @@ static UOp *with_kernel_info(UOp *ast, PyObject *opts) {
 /* the PROGRAM UOp of an AST: SINK, DEVICE, LINEAR, SOURCE and (with a compiler) BINARY; a PROGRAM given
  * goes on from where it stands */
 static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts) {
+  if (uop_check_form(ast, "get_program") < 0) return NULL;
   UOp *prg = NULL, *kast = with_kernel_info(ast, opts);
   if (!kast) return NULL;
   if (kast->op == OP_PROGRAM) prg = (UOp *)Py_NewRef(kast);

@@ -342,7 +342,7 @@ static UOp *reduce_unparented(Captures *m, PyObject *ctx) {
   if (nu == 0) goto done;
   ret = (np > 1 || red->dtype != red->src[0]->dtype) ? u_replace_src(red, parented, np) : red->src[0];
   for (int i = 0; i < nu && ret && (is_add || is_mul); i++) {
-    UOp *size = call1(unparented[i]->src[0], "cast", keep(PyObject_CallMethod((PyObject *)ret->dtype, "scalar", NULL)));
+    UOp *size = call1(u_src(unparented[i], 0), "cast", keep(PyObject_CallMethod((PyObject *)ret->dtype, "scalar", NULL)));
     size = size ? KEEP(PyObject_CallMethod((PyObject *)size, "broadcast", "O", keep(PyObject_GetAttrString((PyObject *)ret->dtype, "count")))) : NULL;
     if (!size) { ret = NULL; break; }
     ret = KEEP(is_add ? PyNumber_Multiply((PyObject *)ret, (PyObject *)size) : PyNumber_Power((PyObject *)ret, (PyObject *)size, Py_None));

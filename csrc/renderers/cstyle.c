@@ -120,6 +120,7 @@ static const int GEP_ARR_THRESHOLD = 0;
 
 /* ctx[u]: the text of a node rendered earlier (borrowed; KeyError when it was not rendered) */
 static PyObject *text_of(PyObject *ctx, UOp *u) {
+  if (!PyObject_TypeCheck(ctx, &Renderer_Type)) return PyErr_Format(PyExc_TypeError, "the string rules' ctx must be a Renderer");
   PyObject *r = ((RendererObject *)ctx)->r;
   PyObject *t = r ? PyDict_GetItemWithError(r, (PyObject *)u) : NULL;
   if (!t && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, (PyObject *)u);

@@ -7,6 +7,7 @@
  * sint arithmetic goes through the Python number protocol, so ints stay ints and UOps build the same graph
  * (same operand order) as tinygrad's. */
 #include "../uop/native.h"
+#include "../uop/form.h"
 #include "../codegen/opt/opt.h"
 #include "renderer.h"
 #include <structmember.h>
@@ -559,6 +560,7 @@ static PyObject *ProgramSpec_from_uop(PyObject *unused, PyObject *prg_obj) {
 PyObject *program_spec_from_uop(PyObject *prg_obj) {
   if (!UOp_Check(prg_obj)) return PyErr_Format(PyExc_TypeError, "ProgramSpec.from_uop needs a UOp, not %.100s", Py_TYPE(prg_obj)->tp_name);
   UOp *prg = (UOp *)prg_obj;
+  if (uop_check_form(prg, "ProgramSpec.from_uop") < 0) return NULL;
   if (prg->op != OP_PROGRAM) return PyErr_Format(PyExc_AssertionError, "expected PROGRAM, got %S", ops_members[prg->op]);
   if (prg->nsrc < 4) return PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected 4, got %u)", (unsigned)prg->nsrc);
   /* SINK, DEVICE, LINEAR, SOURCE, then BINARY when compiled */

@@ -113,6 +113,9 @@ static const char *const arg_kind_text[] = {
   [ARG_WMMA] = "a tuple of 8", [ARG_DEVICE] = "a str or a tuple of strs",
 };
 
+/* the fewest items of the tuple args whose items native code reads by position */
+static const Py_ssize_t arg_tuple_len[] = {[ARG_RANGE] = 2, [ARG_VAR] = 3, [ARG_REDUCE] = 2, [ARG_WMMA] = 8};
+
 /* the exception for one malformed node: the kind tinygrad's Python would raise reading it */
 static int raise_malformed(UOp *u, const char *who) {
   Op op = (Op)u->op;
@@ -125,8 +128,9 @@ static int raise_malformed(UOp *u, const char *who) {
   else if ((int)u->nsrc > f.max)
     PyErr_Format(PyExc_TypeError, "%s%sOps.%s takes at most %d source%s, this one has %d (dtype %R, arg %R)", who, sep, op_names[op],
                  f.max, f.max == 1 ? "" : "s", (int)u->nsrc, (PyObject *)u->dtype, u->arg);
-  else
-    PyErr_Format(PyExc_TypeError, "%s%sthe arg of Ops.%s must be %s, got %.100s %R", who, sep, op_names[op], arg_kind_text[f.arg],
+  else   /* a tuple arg too short is Python's IndexError on reading it, any other wrong arg its TypeError */
+    PyErr_Format(PyTuple_Check(u->arg) && PyTuple_GET_SIZE(u->arg) < arg_tuple_len[f.arg] ? PyExc_IndexError : PyExc_TypeError,
+                 "%s%sthe arg of Ops.%s must be %s, got %.100s %R", who, sep, op_names[op], arg_kind_text[f.arg],
                  Py_TYPE(u->arg)->tp_name, u->arg);
   return -1;
 }

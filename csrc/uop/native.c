@@ -8,22 +8,56 @@ PyObject *uop_device(UOp *u);
 PyObject *py_cdiv(PyObject *x, PyObject *y);
 PyObject *py_cmod(PyObject *x, PyObject *y);
 
-static PyObject *pool;          /* list: everything rule bodies made, until the rule returns */
+/* the pool: a list per thread of everything rule bodies made, until the rule returns. Per thread, because a rule
+ * running in one thread can let another run (a Python __eq__ of an arg gives up the GIL), whose rules must not
+ * release what the first one still holds. The list belongs to the thread state's dict (freed with it); tls_pool
+ * caches it for the OS thread while tls_state_id still names the thread state it came from. */
+static _Thread_local PyObject *tls_pool;
+static _Thread_local uint64_t tls_state_id;
+static PyObject *pool_key;
 static PyObject *namespace;     /* globals the pattern expressions are evaluated in */
 static PyObject *registry;      /* dict name -> PatternMatcher */
 static PyObject *math_mod;
 
 /* ---- pool ---- */
 
-Py_ssize_t pool_mark(void) { return PyList_GET_SIZE(pool); }
+/* this thread's pool (borrowed), NULL when it cannot be made (out of memory); an exception already set stays as it was */
+static PyObject *thread_pool(void) {
+  PyThreadState *ts = PyThreadState_Get();
+  if (tls_pool && tls_state_id == PyThreadState_GetID(ts)) return tls_pool;
+  PyObject *type, *value, *tb, *tdict, *list = NULL;
+  PyErr_Fetch(&type, &value, &tb);
+  if ((tdict = PyThreadState_GetDict()) && !(list = PyDict_GetItemWithError(tdict, pool_key)) && !PyErr_Occurred() &&
+      (list = PyList_New(0))) {
+    if (PyDict_SetItem(tdict, pool_key, list) < 0) Py_CLEAR(list);
+    else Py_DECREF(list);   /* the thread's dict owns it */
+  }
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+  if (list) tls_pool = list, tls_state_id = PyThreadState_GetID(ts);
+  return list;
+}
+Py_ssize_t pool_mark(void) {
+  PyObject *pool = thread_pool();
+  return pool ? PyList_GET_SIZE(pool) : 0;
+}
 void pool_release(Py_ssize_t mark) {
-  if (PyList_GET_SIZE(pool) > mark) PyList_SetSlice(pool, mark, PyList_GET_SIZE(pool), NULL);
+  PyObject *pool = thread_pool();
+  if (pool && PyList_GET_SIZE(pool) > mark) PyList_SetSlice(pool, mark, PyList_GET_SIZE(pool), NULL);
 }
 PyObject *pool_keep(PyObject *o) {
   if (!o) return NULL;
-  int rc = PyList_Append(pool, o);
+  PyObject *pool = thread_pool();
+  int rc = pool ? PyList_Append(pool, o) : -1;
   Py_DECREF(o);
+  if (rc < 0 && !PyErr_Occurred()) PyErr_NoMemory();
   return rc < 0 ? NULL : o;
+}
+
+void *pool_alloc(size_t n) {
+  if (n > (size_t)PY_SSIZE_T_MAX - 1) { PyErr_NoMemory(); return NULL; }
+  PyObject *b = pool_keep(PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n ? n : 1)));
+  return b ? PyBytes_AS_STRING(b) : NULL;
 }
 
 /* ---- rule sets ---- */
@@ -234,6 +268,9 @@ static PyObject *python_alu(Op op, PyObject *const *v) {
 }
 
 PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool truncate_output) {
+  if (n < 1 || n > 3) return PyErr_Format(PyExc_TypeError, "exec_alu takes 1 to 3 operands, got %d", n);
+  if (dtype->count > 1 && dtype_scalar(dtype)->count > 1)   /* a pointer to vectors is its own scalar: tinygrad recurses forever */
+    return PyErr_Format(PyExc_RuntimeError, "exec_alu: %R has no scalar lanes to compute on", (PyObject *)dtype);
   if (dtype->count > 1) {   /* lane by lane; scalar operands broadcast */
     PyObject *out = PyTuple_New(dtype->count), *lane[3];
     for (int i = 0; out && i < dtype->count; i++) {
@@ -281,7 +318,7 @@ static PyMethodDef native_functions[] = {
 };
 
 int tinyc_init_native(PyObject *m) {
-  if (!(pool = PyList_New(0)) || !(registry = PyDict_New()) || !(math_mod = PyImport_ImportModule("math"))) return -1;
+  if (!(pool_key = PyUnicode_InternFromString("tinyc rule pool")) || !(registry = PyDict_New()) || !(math_mod = PyImport_ImportModule("math"))) return -1;
   if (!(namespace = PyDict_New()) || PyDict_SetItemString(namespace, "__builtins__", PyEval_GetBuiltins()) < 0) return -1;
   static const char *const names[] = {"UPat", "Ops", "GroupOp", "dtypes", "Invalid", "PtrDType", "AddrSpace", "AxisType", NULL};
   for (int i = 0; names[i]; i++) {

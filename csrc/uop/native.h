@@ -26,8 +26,18 @@ Py_ssize_t pool_mark(void);
 void pool_release(Py_ssize_t mark);
 PyObject *pool_keep(PyObject *o);       /* steals o into the pool; returns it borrowed (NULL stays NULL) */
 #define KEEP(u) ((UOp *)pool_keep((PyObject *)(u)))
+/* n bytes of scratch memory that live until the pool is released (NULL with MemoryError): a rule's arrays whose
+ * size comes from the graph, instead of variable-length arrays on the stack (the build forbids those: -Wvla) */
+void *pool_alloc(size_t n);
 
 /* ---- UOp helpers (borrowed, pooled; NULL propagates) ---- */
+/* u.src[i] where the form table (form.h) does not promise it: IndexError as Python's tuple indexing raises */
+static inline UOp *u_src(UOp *u, int i) {
+  if (!u) return NULL;
+  if (i >= 0 && i < (int)u->nsrc) return u->src[i];
+  PyErr_Format(PyExc_IndexError, "Ops.%s has %d sources, source %d was asked for", op_names[u->op], (int)u->nsrc, i);
+  return NULL;
+}
 UOp *u_alu2(Op op, UOp *a, UOp *b);              /* a.alu(op, b) */
 UOp *u_binop(Op op, UOp *a, PyObject *b);         /* a <op> b, with b promoted as tinygrad's ufix */
 UOp *u_rbinop(Op op, PyObject *a, UOp *b);        /* a <op> b, a a Python number */

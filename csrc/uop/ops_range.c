@@ -3,6 +3,7 @@
  * Bounds are Python numbers (ints are unbounded: an index's range is +-2**799), computed once per
  * node, cached in its UOpExtra, and computed bottom-up without recursion. */
 #include "uop.h"
+#include "form.h"
 #include "../helpers.h"
 
 /* ---- Python-number helpers with Python's semantics (min/max keep the first extreme) ---- */
@@ -285,6 +286,7 @@ static bool has_bounds(UOp *u) { return u->extra && u->extra->vmin; }
 /* Post-order walk over the nodes whose bounds are missing, following only needed sources. */
 int uop_min_max(UOp *root, PyObject **vmin, PyObject **vmax) {
   if (!has_bounds(root)) {
+    if (uop_check_form(root, "vmin/vmax") < 0) return -1;
     PtrVec stack = {0};
     if (ptrvec_push(&stack, root) < 0) return -1;
     while (stack.len) {
@@ -412,8 +414,11 @@ static PyObject *divides(UOp *u, PyObject *v) {
   }
 }
 
-static PyObject *UOp_const_factor(UOp *self, PyObject *unused) { UNUSED(unused); return const_factor(self); }
-static PyObject *UOp_divides(UOp *self, PyObject *v) { return divides(self, v); }
+static PyObject *UOp_const_factor(UOp *self, PyObject *unused) {
+  UNUSED(unused);
+  return uop_check_form(self, "const_factor") < 0 ? NULL : const_factor(self);
+}
+static PyObject *UOp_divides(UOp *self, PyObject *v) { return uop_check_form(self, "divides") < 0 ? NULL : divides(self, v); }
 
 /* identity_element(op, dtype): 0 for ADD, 1 for MUL, dtype.min for MAX */
 static PyObject *identity_element(int op, DType *dt) {
@@ -489,6 +494,7 @@ static PyObject *UOp_gcd(PyObject *cls, PyObject *args) {
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *u = PyTuple_GET_ITEM(args, i);
     if (!UOp_Check(u)) { PyErr_Format(PyExc_TypeError, "gcd takes UOps"); goto end; }
+    if (uop_check_form((UOp *)u, "gcd") < 0) goto end;
     PyObject *f = const_factor((UOp *)u), *term = f ? divides((UOp *)u, f) : NULL;
     if (!term) { Py_XDECREF(f); goto end; }
     PyTuple_SET_ITEM(factors, i, f);
@@ -535,6 +541,7 @@ static PyObject *UOp_prod(UOp *self, PyObject *args) { return fold(self, args, s
 
 static PyObject *UOp_is_increasing(UOp *self, PyObject *unused) {
   UNUSED(unused);
+  if (uop_check_form(self, "is_increasing") < 0) return NULL;
   UOp *u = self;
   while (1) {   /* ADD recurses on both sides, MUL/IDIV by a nonnegative const on the left */
     if (IN_GROUP(u->op, Irreducible)) Py_RETURN_TRUE;
@@ -697,6 +704,7 @@ static PyObject *eval_node(UOp *u, PyObject **v, PyObject *var_vals) {
 }
 
 static PyObject *uop_eval(UOp *self, PyObject *var_vals) {
+  if (uop_check_form(self, "sym_infer") < 0) return NULL;
   PtrVec order = {0};   /* owns the values */
   PtrMap values = {0};
   PyObject *ret = NULL, *args[3] = {NULL, NULL, NULL};
@@ -834,6 +842,7 @@ static PyObject *node_ranges(UOp *u, PtrMap *memo) {
 
 /* root.ranges (borrowed from the memo): a post-order walk over the nodes not yet memoized */
 PyObject *uop_ranges(UOp *root, PtrMap *memo) {
+  if (uop_check_form(root, "ranges") < 0) return NULL;
   PyObject *done = ptrmap_get(memo, root);
   if (done) return done;
   PtrVec stack = {0};
@@ -983,6 +992,7 @@ static PyObject *node_shape(UOp *u, PtrMap *shapes) {
 /* _shape: bottom up over the backward slice */
 static PyObject *UOp_shape_(UOp *self, void *c) {
   UNUSED(c);
+  if (uop_check_form(self, "shape") < 0) return NULL;
   PyObject *order = uop_toposort_list(self, NULL), *ret = NULL;
   PtrMap shapes = {0};
   for (Py_ssize_t i = 0; order && i < PyList_GET_SIZE(order); i++) {

@@ -406,6 +406,8 @@ int tinyc_init_renderer(PyObject *m) {
   Py_XDECREF(infer);
   if (native_register("renderer_infer", both) < 0) return -1;
   if (native_register("pm_lower_index_dtype", pm_from_defs(pm_lower_index_dtype_defs, N(pm_lower_index_dtype_defs))) < 0) return -1;
-  if (native_register("_remove_all_tags", pm_from_defs(remove_all_tags_defs, N(remove_all_tags_defs))) < 0) return -1;
+  PatternMatcher *untag = pm_from_defs(remove_all_tags_defs, N(remove_all_tags_defs));
+  if (untag) pm_set_form_checked(untag);   /* reads no sources */
+  if (native_register("_remove_all_tags", untag) < 0) return -1;
   return native_register("pm_unbind", pm_from_defs(pm_unbind_defs, N(pm_unbind_defs)));
 }

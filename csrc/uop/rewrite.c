@@ -39,38 +39,53 @@ static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) & (d->cap 
  * matcher's cached answer, whether it was queued. The entries sit in one array; a node finds its entry
  * through its own scratch fields (rw_id: which rewrite, rw_idx: where), with no hashing. A rewrite run
  * from inside a rule (nested) overwrites those fields of the nodes it meets, so it notes the old values
- * and puts them back when it ends; an entry is trusted only when it names the node. */
+ * and puts them back when it ends; an entry is trusted only when it names the node.
+ * Rewrites of other threads interleave with this one (a Python rule gives up the GIL), and they share the
+ * nodes, so a node whose fields belong to another thread's running rewrite is left alone: its entry is found
+ * through the side map instead. */
 typedef struct { UOp *key, *replace; void *bpm; bool on_stack; } Entry;
 typedef struct { UOp *u; uint32_t id, idx; } Saved;
-typedef struct {
+typedef struct NodeMap {
   uint32_t id;
+  unsigned long thread;      /* the thread running it */
   Entry *e;
   size_t cap, len;
   Saved *saved;              /* nested rewrites: the scratch fields to restore */
   size_t nsaved, saved_cap;
+  PtrMap side;               /* node -> its entry's index + 1, for nodes another thread's rewrite holds */
+  struct NodeMap *next_active;
 } NodeMap;
 
-static uint32_t rewrite_last_id;   /* ids of rewrites, never 0 */
-static int rewrite_depth;          /* rewrites running (a nested one saves what it overwrites) */
+static uint32_t rewrite_last_id;                /* ids of rewrites, never 0 */
+static _Thread_local int rewrite_depth;         /* rewrites running in this thread (a nested one saves what it overwrites) */
+static NodeMap *active_rewrites;                /* every rewrite running, in any thread (the GIL orders the changes) */
 
 static Entry *nodemap_get(const NodeMap *m, const UOp *key) {
-  if (key->rw_id != m->id || key->rw_idx >= m->len) return NULL;
-  Entry *e = &m->e[key->rw_idx];
-  return e->key == key ? e : NULL;
+  if (key->rw_id == m->id && key->rw_idx < m->len && m->e[key->rw_idx].key == key) return &m->e[key->rw_idx];
+  size_t at = m->side.len ? (size_t)ptrmap_get(&m->side, key) : 0;
+  return at ? &m->e[at - 1] : NULL;
+}
+static bool held_by_other_thread(const NodeMap *m, uint32_t id) {
+  for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return a->thread != m->thread;
+  return false;
 }
 static int nodemap_init(NodeMap *m, size_t cap) {
   memset(m, 0, sizeof(*m));
   if (++rewrite_last_id == 0) rewrite_last_id = 1;
-  m->id = rewrite_last_id, m->cap = cap;
+  m->id = rewrite_last_id, m->cap = cap, m->thread = PyThread_get_thread_ident();
   if (!(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
+  m->next_active = active_rewrites, active_rewrites = m;
   return 0;
 }
 static void nodemap_free(NodeMap *m) {
+  for (NodeMap **a = &active_rewrites; *a; a = &(*a)->next_active)
+    if (*a == m) { *a = m->next_active; break; }
   for (size_t i = m->nsaved; i-- > 0;) {   /* newest first: the oldest saved value is the one to keep */
     Saved *sv = &m->saved[i];
     if (sv->u->rw_id == m->id) sv->u->rw_id = sv->id, sv->u->rw_idx = sv->idx;
   }
   PyMem_Free(m->e); PyMem_Free(m->saved);
+  ptrmap_free(&m->side);
 }
 /* the node's entry, added if missing; valid until the next add */
 static Entry *nodemap_add(NodeMap *m, UOp *key) {
@@ -81,16 +96,20 @@ static Entry *nodemap_add(NodeMap *m, UOp *key) {
     if (!bigger) { PyErr_NoMemory(); return NULL; }
     m->e = bigger, m->cap *= 2;
   }
-  if (rewrite_depth > 1 && key->rw_id) {
-    if (m->nsaved == m->saved_cap) {
-      size_t cap = m->saved_cap ? m->saved_cap * 2 : 64;
-      Saved *more = PyMem_Realloc(m->saved, cap * sizeof(Saved));
-      if (!more) { PyErr_NoMemory(); return NULL; }
-      m->saved = more, m->saved_cap = cap;
+  if (key->rw_id && key->rw_id != m->id && held_by_other_thread(m, key->rw_id)) {
+    if (ptrmap_set(&m->side, key, (void *)(m->len + 1)) < 0) return NULL;
+  } else {
+    if (rewrite_depth > 1 && key->rw_id) {
+      if (m->nsaved == m->saved_cap) {
+        size_t cap = m->saved_cap ? m->saved_cap * 2 : 64;
+        Saved *more = PyMem_Realloc(m->saved, cap * sizeof(Saved));
+        if (!more) { PyErr_NoMemory(); return NULL; }
+        m->saved = more, m->saved_cap = cap;
+      }
+      m->saved[m->nsaved++] = (Saved){key, key->rw_id, key->rw_idx};
     }
-    m->saved[m->nsaved++] = (Saved){key, key->rw_id, key->rw_idx};
+    key->rw_id = m->id, key->rw_idx = (uint32_t)m->len;
   }
-  key->rw_id = m->id, key->rw_idx = (uint32_t)m->len;
   e = &m->e[m->len++];
   *e = (Entry){key, NULL, NULL, false};
   return e;

@@ -608,7 +608,7 @@ static PyMethodDef spec_functions[] = {
 /* a rule set: its own rules, then the named sets after them (NULL-terminated), as tinygrad's `+` */
 static int register_spec(const char *name, const RuleDef *defs, int n, const char *const *tail) {
   PatternMatcher *pm = pm_from_defs(defs, n);
-  if (pm) pm_set_judges_form(pm);   /* a spec judges each node of a possibly malformed graph, checking what it reads */
+  if (pm) pm_set_form_checked(pm);   /* a spec judges each node of a possibly malformed graph, checking what it reads */
   for (int i = 0; pm && tail[i]; i++) {
     PatternMatcher *next = native_get(tail[i]);
     PatternMatcher *joined = next ? pm_concat(pm, next) : NULL;

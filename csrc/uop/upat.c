@@ -375,7 +375,7 @@ static int on_rule_match(MatchState *st) {
   Rule *rule = call->rule;
   PyObject *ret;
   if (rule->native) {   /* a borrowed result from the rule's pool, kept past the pool's release */
-    if (!rule->judges_form && uop_check_form(call->root, NULL) < 0) return -1;   /* C reads only well-formed nodes */
+    if (!rule->form_checked && uop_check_form(call->root, NULL) < 0) return -1;   /* C reads only well-formed nodes */
     Py_ssize_t mark = pool_mark();
     ret = Py_XNewRef((PyObject *)rule->native(st->cap, call->ctx));
     pool_release(mark);
@@ -578,8 +578,8 @@ PatternMatcher *pm_concat(PatternMatcher *a, PatternMatcher *b) {
   return pm;
 }
 
-void pm_set_judges_form(PatternMatcher *pm) {
-  for (int i = 0; i < pm->nrules; i++) if (pm->rules[i]->native) pm->rules[i]->judges_form = true;
+void pm_set_form_checked(PatternMatcher *pm) {
+  for (int i = 0; i < pm->nrules; i++) if (pm->rules[i]->native) pm->rules[i]->form_checked = true;
 }
 
 static PyObject *PatternMatcher_new(PyTypeObject *type, PyObject *args, PyObject *kw) {

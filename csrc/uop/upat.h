@@ -54,7 +54,7 @@ typedef struct Rule {
   PyObject *fn;              /* a Python callable, or NULL for a native rule */
   NativeFn native;
   bool wants_ctx;            /* the Python callable has a `ctx` parameter */
-  bool judges_form;          /* a native rule that checks the form of what it reads itself (see pm_set_judges_form) */
+  bool form_checked;         /* a native rule that checks the form of what it reads itself (see pm_set_form_checked) */
   int nnames;                /* the capture slots named anywhere in the pattern */
   int *names;
   int npos;                  /* a quick reject before matching: the ops the first npos sources may have */
@@ -81,9 +81,10 @@ UPat *upat_build(OpSet ops, bool has_ops, DType *const *dtypes, int ndtypes, Src
 PatternMatcher *pm_new_native(const UPat *const *pats, const NativeFn *fns, int n);  /* steals the pattern refs */
 PatternMatcher *pm_concat(PatternMatcher *a, PatternMatcher *b);
 /* A native rule runs only on a root whose whole graph is well formed (form.h), except the rules of a set marked
- * here: the specs, whose job is to judge malformed nodes one by one as tinygrad's do, check every source and arg they
- * read themselves (spec.c; tested node by node against tinygrad on malformed graphs, and fuzzed). */
-void pm_set_judges_form(PatternMatcher *pm);
+ * here, which check every source and arg they read themselves or read none: the specs, whose job is to judge
+ * malformed nodes one by one as tinygrad's do (spec.c; tested node by node against tinygrad, and fuzzed), and the
+ * structure-blind sets (substitute, removing tags) that must work on any graph. */
+void pm_set_form_checked(PatternMatcher *pm);
 
 /* pm.rewrite(u, ctx): the first rule's result that is not None and not u; NULL and no exception
  * when nothing fires. With require_uop, a result that is not a UOp is a TypeError naming the rule. */

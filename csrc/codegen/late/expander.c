@@ -12,6 +12,7 @@ static UOp *u_make_range(UOp *g, PyObject *arg) {
 }
 
 #define MAX_AXES 64
+#define MAX_LANES (1L << 24)   /* the most lanes an expansion may have: the product of its axis sizes */
 
 typedef struct { long axis, size; } Axis;
 
@@ -25,12 +26,19 @@ static int read_axes(PyObject *args, Axis *out, int max) {
   if (!PyTuple_Check(args)) { PyErr_SetString(PyExc_TypeError, "expander: axis arg is not a tuple"); return -1; }
   Py_ssize_t n = PyTuple_GET_SIZE(args);
   if (n > max) { PyErr_SetString(PyExc_ValueError, "expander: too many axes"); return -1; }
+  long lanes = 1;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *p = PyTuple_GET_ITEM(args, i);
     if (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 2) { PyErr_SetString(PyExc_TypeError, "expander: axis is not a pair"); return -1; }
     out[i].axis = PyLong_AsLong(PyTuple_GET_ITEM(p, 0));
     out[i].size = PyLong_AsLong(PyTuple_GET_ITEM(p, 1));
     if (PyErr_Occurred()) return -1;
+    if (out[i].size < 1) {   /* tinygrad divides by the product of the sizes */
+      PyErr_Format(out[i].size ? PyExc_ValueError : PyExc_ZeroDivisionError, "expander: axis %ld has size %ld", out[i].axis, out[i].size);
+      return -1;
+    }
+    lanes *= out[i].size;   /* bounded at each step, so it never overflows */
+    if (lanes > MAX_LANES) { PyErr_Format(PyExc_OverflowError, "expander: more than %ld lanes", MAX_LANES); return -1; }
   }
   return (int)n;
 }
@@ -177,7 +185,8 @@ static UOp *range_to_unroll(Captures *m, PyObject *ctx) {
 /* fix_reduce_unroll: the UNROLLs among a REDUCE's ranges become a CONTRACT (tag 1) of its value. */
 static UOp *fix_reduce_unroll(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
-  UOp *x = m->x, *srcs[x->nsrc], *unrolls[x->nsrc];
+  UOp *x = m->x, **srcs = pool_alloc(sizeof(UOp *) * x->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * x->nsrc);
+  if (!srcs || !unrolls) return NULL;
   int nr = 1, nu = 0, nexpand = 0;
   for (int i = 1; i < (int)x->nsrc; i++) {
     UOp *s = x->src[i];
@@ -206,7 +215,8 @@ static UOp *fix_reduce_unroll(Captures *m, PyObject *ctx) {
 /* fix_store_unroll: UNROLLs among a STORE's ranges leave the STORE and wrap it in a void CONTRACT (tag 1). */
 static UOp *fix_store_unroll(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
-  UOp *x = m->x, *srcs[x->nsrc], *unrolls[x->nsrc];
+  UOp *x = m->x, **srcs = pool_alloc(sizeof(UOp *) * x->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * x->nsrc);
+  if (!srcs || !unrolls) return NULL;
   int nr = 0, nu = 0;
   for (int i = 0; i < (int)x->nsrc; i++) {
     if (i >= 2 && x->src[i]->op == OP_UNROLL) unrolls[nu++] = x->src[i];
@@ -241,7 +251,8 @@ static UOp *push_broadcast_end(Captures *m, PyObject *ctx) {
 /* end_unrolls: an END over UNROLLs ends them by contracting its value over their axes. */
 static UOp *end_unrolls(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
-  UOp *u = m->u, *srcs[u->nsrc], *unrolls[u->nsrc];
+  UOp *u = m->u, **srcs = pool_alloc(sizeof(UOp *) * u->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * u->nsrc);
+  if (!srcs || !unrolls) return NULL;
   int nr = 1, nu = 0;
   for (int i = 1; i < (int)u->nsrc; i++) {
     if (u->src[i]->op == OP_UNROLL) unrolls[nu++] = u->src[i];
@@ -255,7 +266,8 @@ static UOp *end_unrolls(Captures *m, PyObject *ctx) {
 /* A BUFFERIZE of UNROLLs contracts each source over the range UNROLL's axes. */
 static UOp *bufferize_contract(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
-  UOp *x = m->x, *srcs[x->nsrc];
+  UOp *x = m->x, **srcs = pool_alloc(sizeof(UOp *) * x->nsrc);
+  if (!srcs) return NULL;
   UOp *rng = x->src[1];
   for (int i = 0; i < (int)x->nsrc; i++) {
     UOp *s = x->src[i];
@@ -364,7 +376,8 @@ static UOp *widened_source(UOp *root, int i, long expand_sz) {
   if (start >= 0 && i >= start) return src;
   if (root->op == OP_INDEX && i >= 1 && !root->dtype->is_ptr) return src;
   if (src->dtype->count > 1) {
-    UOp *reps[expand_sz];
+    UOp **reps = pool_alloc(sizeof(UOp *) * (size_t)expand_sz);
+    if (!reps) return NULL;
     for (long k = 0; k < expand_sz; k++) reps[k] = src;
     return u_new(OP_CAT, scalar_vec(src->dtype, expand_sz * src->dtype->count), reps, (int)expand_sz, Py_None);
   }
@@ -387,7 +400,8 @@ static UOp *do_expand(Captures *m, PyObject *ctx) {
   int nea = read_axes(expand_args, ea, 4 * MAX_AXES);
   if (nea < 0) return NULL;
   long expand_sz = axes_prod(ea, nea);
-  UOp *srcs[root->nsrc ? root->nsrc : 1];
+  UOp **srcs = pool_alloc(sizeof(UOp *) * root->nsrc);
+  if (!srcs) return NULL;
   for (int i = 0; i < (int)root->nsrc; i++) {
     UOp *s = root->src[i];
     srcs[i] = s->op == OP_UNROLL ? swizzled_source(s, expand_args, ea, nea, exclude, nexclude) : widened_source(root, i, expand_sz);
@@ -396,11 +410,14 @@ static UOp *do_expand(Captures *m, PyObject *ctx) {
   PyObject *arg = root->arg;
   if (root->op == OP_GEP) {
     if (root->dtype->count != 1) { PyErr_SetString(PyExc_AssertionError, "expanding a GEP of a vector"); return NULL; }
+    if (!PyTuple_GET_SIZE(root->arg)) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); return NULL; }
     long start = PyLong_AsLong(PyTuple_GET_ITEM(root->arg, 0)), cnt = srcs[0]->dtype->count, step = cnt / expand_sz;
     if (PyErr_Occurred()) return NULL;
     if (step == 0) { PyErr_SetString(PyExc_ValueError, "range() arg 3 must not be zero"); return NULL; }
-    long lanes[cnt > 0 ? cnt : 1], n = 0;
-    for (long k = start; k < cnt; k += step) lanes[n++] = k;
+    if (start < -MAX_LANES) { PyErr_Format(PyExc_OverflowError, "expander: GEP lane %ld", start); return NULL; }
+    long n = start < cnt ? (cnt - start + step - 1) / step : 0, *lanes = pool_alloc(sizeof(long) * (size_t)n);   /* range(start, cnt, step) */
+    if (!lanes) return NULL;
+    for (long i = 0; i < n; i++) lanes[i] = start + i * step;
     arg = int_tuple(lanes, n);
   }
   UOp *wide = u_new(root->op, scalar_vec(root->dtype, root->dtype->count * expand_sz), srcs, root->nsrc, arg);
@@ -413,7 +430,8 @@ static UOp *do_contract(Captures *m, PyObject *ctx) {
   UOp *con = m->slot[SLOT_con], *ex = con->src[0];
   if (ex->op != OP_UNROLL) {
     long n = con->dtype->count;
-    UOp *reps[n];
+    UOp **reps = pool_alloc(sizeof(UOp *) * (size_t)n);
+    if (!reps) return NULL;
     for (long k = 0; k < n; k++) reps[k] = ex;
     return u_new(OP_VECTORIZE, con->dtype, reps, (int)n, Py_None);
   }

@@ -7,6 +7,7 @@
  * tuplize), then walks back from the sink with a max-heap on that rank, taking a node only once all of
  * its consumers are placed; the reversed walk is the program. */
 #include "../codegen.h"
+#include "../../uop/form.h"
 #include "../../helpers.h"
 
 #include <math.h>
@@ -406,6 +407,7 @@ static int make_keys(Graph *g, Key *keys) {
 
 /* tinygrad's linearize(sink): a new list of every node under sink, in program order */
 static PyObject *linearize(UOp *sink) {
+  if (uop_check_form(sink, "linearize") < 0) return NULL;
   PyObject *list = uop_toposort_list(sink, NULL), *ret = NULL;
   if (!list) return NULL;
   Graph g = {0};
@@ -474,6 +476,7 @@ done:
 
 /* tinygrad's line_rewrite(lst, pm) for a toposorted list: a new list */
 static PyObject *line_rewrite(PyObject *lst, PatternMatcher *pm) {
+  if (uops_check_form(lst, "line_rewrite") < 0) return NULL;
   PyObject *seq = PySequence_Fast(lst, "line_rewrite needs a list of UOps"), *out = PyList_New(0), *keep = PyList_New(0);
   PtrMap replaced = {0};   /* line -> what it became (alive through `keep`) */
   int rc = seq && out && keep ? 0 : -1;
@@ -651,6 +654,7 @@ static int edges_from_nesting(CFG *c, PyObject *edges) {
 
 /* tinygrad's CFGContext(sink).edges: a new dict RANGE -> the END it must follow */
 PyObject *cfg_edges(UOp *sink) {
+  if (uop_check_form(sink, "cfg_edges") < 0) return NULL;
   PyObject *nodes = uop_toposort_list(sink, NULL), *edges = PyDict_New();
   CFG c = {0};
   int rc = nodes && edges ? 0 : -1;
@@ -727,6 +731,7 @@ static const RuleDef pm_split_ends_defs[] = {
 
 /* tinygrad's do_linearize(prg, sink): a new reference to prg with one more source, LINEAR of the lines */
 UOp *do_linearize(UOp *prg, UOp *sink) {
+  if (uop_check_form(prg, "do_linearize") < 0) return NULL;
   PyObject *lines = linearize(sink), *cleaned = lines ? line_rewrite(lines, native_get("pm_linearize_cleanups")) : NULL;
   Py_XDECREF(lines);
   if (!cleaned) return NULL;

@@ -5,6 +5,7 @@
  * Most values here are Python objects (the UOps, the ints of shapes that may be symbolic, the opts), so the
  * code works on them through the object API and so fails the way tinygrad's Python does on odd input. */
 #include "postrange.h"
+#include "../../uop/form.h"
 #include "opt.h"
 #include "../../uop/native.h"
 #include <stdarg.h>
@@ -878,6 +879,7 @@ static PyObject *sched_get_optimized_ast(SchedulerObject *s, PyObject *name_over
 static int sched_init_fields(SchedulerObject *s, PyObject *ast, PyObject *ren) {
   if (!UOp_Check(ast)) { PyErr_Format(PyExc_TypeError, "Scheduler needs a tinyc UOp, not %.100s", Py_TYPE(ast)->tp_name); return -1; }
   if (((UOp *)ast)->op != OP_SINK) { PyErr_Format(PyExc_ValueError, "Scheduler needs a SINK ast, not %S", ops_members[((UOp *)ast)->op]); return -1; }
+  if (uop_check_form((UOp *)ast, "Scheduler") < 0) return -1;
   Py_XSETREF(s->ast, Py_NewRef(ast));
   Py_XSETREF(s->ren, Py_NewRef(ren));
   PyObject *arg = ((UOp *)ast)->arg, *opts;
@@ -1252,6 +1254,7 @@ int tinyc_init_postrange(PyObject *m) {
   if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||
       !(uop_invalid_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "invalid"))) return -1;
   PatternMatcher *rt = pm_from_defs(remove_tags_defs, N(remove_tags_defs));
+  if (rt) pm_set_form_checked(rt);   /* reads no sources */
   if (!rt || native_register("postrange_remove_tags", rt) < 0) return -1;
   remove_tags_pm = rt;   /* borrowed: the registry keeps it */
   if (PyType_Ready(&Scheduler_Type) < 0 || PyDict_SetItemString(Scheduler_Type.tp_dict, "kernel_cnt", kernel_cnt) < 0) return -1;

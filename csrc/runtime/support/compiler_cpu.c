@@ -14,6 +14,9 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -33,9 +36,10 @@ static int bytes_append(Bytes *b, const char *p, size_t n) {
   return 0;
 }
 
-/* Run argv (argv[0] looked up in PATH) with `in` as stdin, stdout and stderr captured together into *out.
- * Returns the exit status (128+signal when killed), or -1 with errno when it could not run. Needs no GIL. */
-static int run_capture(char *const argv[], const char *in, size_t inlen, Bytes *out) {
+/* Run argv (argv[0] looked up in PATH) with `in` as stdin, stdout and stderr captured together into *out, for at most
+ * timeout_s seconds (then it is killed). Returns the exit status (128+signal when killed), or -1 with errno when it
+ * could not run or timed out (ETIMEDOUT). Needs no GIL. */
+static int run_capture(char *const argv[], const char *in, size_t inlen, Bytes *out, long timeout_s) {
   int infd = memfd_create("tinyc-stdin", MFD_CLOEXEC), pipefd[2] = {-1, -1}, status = -1, err = 0;
   if (infd < 0 || pipe2(pipefd, O_CLOEXEC) < 0) { err = errno; goto done; }
   for (size_t off = 0; off < inlen;) {
@@ -50,13 +54,27 @@ static int run_capture(char *const argv[], const char *in, size_t inlen, Bytes *
   posix_spawn_file_actions_adddup2(&fa, infd, 0);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  posix_spawnattr_t attr;   /* its own process group, so a timeout kills what it started too */
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   close(pipefd[1]); pipefd[1] = -1;
   if (rc != 0) { err = rc; goto done; }
   char buf[8192];
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double deadline = (double)now.tv_sec + (double)now.tv_nsec * 1e-9 + (double)timeout_s;
   for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double left = deadline - ((double)now.tv_sec + (double)now.tv_nsec * 1e-9);
+    struct pollfd pfd = {pipefd[0], POLLIN, 0};
+    int ready = left > 0 ? poll(&pfd, 1, left > 1e6 ? -1 : (int)(left * 1000) + 1) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) { kill(-pid, SIGKILL); err = ETIMEDOUT; break; }   /* waited for below, so no zombie is left */
     ssize_t r = read(pipefd[0], buf, sizeof(buf));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
@@ -114,6 +132,9 @@ static const char *arch_flag(void) {
   return flag;
 }
 
+/* how long a compiler may run: TINYC_COMPILE_TIMEOUT seconds, 300 by default (a hung compiler must not hang the caller) */
+static long compile_timeout(void) { return env_long("TINYC_COMPILE_TIMEOUT", 300); }
+
 static const char *cc_name(void) {
   const char *cc = getenv("CC");
   return cc && *cc ? cc : "clang";
@@ -147,6 +168,7 @@ static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
   snprintf(cc, sizeof(cc), "%s", cc_name());
   Bytes log = {0}, lib = {0};
   int status = -1, err = 0;
+  long timeout_s = compile_timeout();
   bool made_tmp;
   Py_BEGIN_ALLOW_THREADS
   made_tmp = temp_path(obj_path, sizeof(obj_path), ".o") == 0 && temp_path(out_path, sizeof(out_path), ".so") == 0;
@@ -156,11 +178,11 @@ static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
     char *compile_argv[] = {cc, "-c", (char *)arch_flag(), "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib", "-fno-ident",
                             "-x", "c", "-", "-o", obj_path, NULL};
     char *link_argv[] = {"ld", "-shared", "-o", out_path, obj_path, NULL};
-    status = run_capture(compile_argv, code, (size_t)srclen, &log);
+    status = run_capture(compile_argv, code, (size_t)srclen, &log, timeout_s);
     if (status == 0) {
       free(log.data); log = (Bytes){0};
       snprintf(cc, sizeof(cc), "ld");   /* name the linker in errors from here on */
-      status = run_capture(link_argv, "", 0, &log);
+      status = run_capture(link_argv, "", 0, &log, timeout_s);
     }
     if (status < 0) err = errno;
     else if (status == 0 && read_file(out_path, &lib) < 0) err = errno, status = -1;
@@ -172,6 +194,7 @@ static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
   stat_clang_runs++;
   PyObject *ret = NULL;
   if (!made_tmp) PyErr_Format(CompileError, "could not make a temporary file for %s's output: %s", cc, strerror(err));
+  else if (status < 0 && err == ETIMEDOUT) PyErr_Format(CompileError, "%s did not finish in %ld s (TINYC_COMPILE_TIMEOUT) and was killed:\n%s", cc, timeout_s, log.data ? log.data : "");
   else if (status < 0) PyErr_Format(CompileError, "could not run %s: %s", cc, strerror(err));
   else if (status != 0) PyErr_Format(CompileError, "%s failed (exit status %d):\n%s", cc, status, log.data ? log.data : "");
   else if (lib.len == 0) PyErr_Format(CompileError, "%s produced an empty shared object:\n%s", cc, log.data ? log.data : "");
@@ -197,7 +220,7 @@ static PyObject *ClangCompiler_disassemble(PyObject *self, PyObject *arg) {
     if (!ok) err = errno ? errno : EIO;
     else {
       char *argv[] = {"objdump", "-d", path, NULL};
-      status = run_capture(argv, "", 0, &text);
+      status = run_capture(argv, "", 0, &text, compile_timeout());
       if (status < 0) err = errno;
     }
     unlink(path);

@@ -329,6 +329,55 @@ end:
 }
 
 /* ------------------------------------------------------------------------------------------
+ * What a pattern binds: the check of a native rule's reads against its pattern
+ * ------------------------------------------------------------------------------------------ */
+
+typedef struct { uint64_t bits[MAX_CAPTURES / 64]; } SlotSet;
+
+static bool slotset_has(const SlotSet *s, int slot) { return (s->bits[slot / 64] >> (slot % 64)) & 1; }
+
+/* every: the capture slots bound on every match of p: its own name and every source's (a tuple or a
+ * permutation matches each of its sources), and for UPat.any the names every alternative binds; a repeated
+ * source may match no node at all, so nothing under it is guaranteed. Not every: the slots bound on some match. */
+static void bound_slots(UPat *p, bool every, SlotSet *out) {
+  memset(out, 0, sizeof(*out));
+  if (p->is_any) {
+    for (int i = 0; i < p->nsrc; i++) {
+      SlotSet alt;
+      bound_slots(p->src[i], every, &alt);
+      for (int w = 0; w < MAX_CAPTURES / 64; w++) out->bits[w] = i && every ? out->bits[w] & alt.bits[w] : out->bits[w] | alt.bits[w];
+    }
+    return;
+  }
+  if (p->slot >= 0) out->bits[p->slot / 64] |= (uint64_t)1 << (p->slot % 64);
+  if (every && p->src_kind == SRC_REPEAT) return;
+  for (int i = 0; i < p->nsrc; i++) {
+    SlotSet sub;
+    bound_slots(p->src[i], every, &sub);
+    for (int w = 0; w < MAX_CAPTURES / 64; w++) out->bits[w] |= sub.bits[w];
+  }
+}
+
+int upat_check_reads(UPat *p, const int *reads, const char *rule, const char *pattern) {
+  SlotSet always, sometimes;
+  bound_slots(p, true, &always);
+  bound_slots(p, false, &sometimes);
+  const int *r = reads;
+  for (; *r >= 0; r++)
+    if (!slotset_has(&always, *r)) {
+      PyErr_Format(PyExc_RuntimeError, "native rule %s reads the capture '%U', which its pattern %s does not bind on every match",
+                   rule, name_of_slot[*r], pattern);
+      return -1;
+    }
+  for (r++; *r >= 0; r++)   /* the captures a RULE_MAYBE allows to be unbound: still named by the pattern */
+    if (!slotset_has(&sometimes, *r)) {
+      PyErr_Format(PyExc_RuntimeError, "native rule %s reads the capture '%U', which its pattern %s never binds", rule, name_of_slot[*r], pattern);
+      return -1;
+    }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
  * Calling a rule on a match
  * ------------------------------------------------------------------------------------------ */
 
@@ -901,6 +950,23 @@ static PyObject *upat_nb_sub(PyObject *a, PyObject *b) {
   return ret;
 }
 
+/* a / b = a * ufix(b).reciprocal(); a number over a pattern, ufix(a) * b.reciprocal() (the math mixin's div) */
+static PyObject *upat_nb_truediv(PyObject *a, PyObject *b) {
+  bool reverse = !UPat_Check(a);
+  UPat *self = (UPat *)(reverse ? b : a);
+  PyObject *x = reverse ? a : b;
+  if (UOp_Check(x)) Py_RETURN_NOTIMPLEMENTED;
+  PyObject *ux = upat_ufix(self, x), *recip = NULL, *ret = NULL;
+  PyObject *num = reverse ? ux : (PyObject *)self, *den = reverse ? (PyObject *)self : ux;
+  if (ux) recip = upat_alu(OP_RECIPROCAL, &den, 1);
+  if (recip) {
+    PyObject *src[2] = {num, recip};
+    ret = upat_alu(OP_MUL, src, 2);
+  }
+  Py_XDECREF(ux); Py_XDECREF(recip);
+  return ret;
+}
+
 static PyObject *upat_richcompare(PyObject *a, PyObject *b, int cmp) {
   if (cmp == Py_EQ) { if (a == b) Py_RETURN_TRUE; Py_RETURN_NOTIMPLEMENTED; }
   if (!UPat_Check(a)) Py_RETURN_NOTIMPLEMENTED;
@@ -912,6 +978,7 @@ static PyObject *upat_richcompare(PyObject *a, PyObject *b, int cmp) {
 }
 
 static PyObject *UPat_ne(UPat *self, PyObject *x) { return upat_binop(OP_CMPNE, (PyObject *)self, x); }
+static PyObject *UPat_logical_not(UPat *self, PyObject *unused) { UNUSED(unused); return upat_binop(OP_CMPNE, (PyObject *)self, Py_True); }
 static PyObject *UPat_maximum(UPat *self, PyObject *x) { return upat_binop(OP_MAX, (PyObject *)self, x); }
 static PyObject *UPat_where(UPat *self, PyObject *args) {
   PyObject *x, *y;
@@ -984,6 +1051,7 @@ static PyMethodDef upat_methods[] = {
   {"broadcast", VK(UPat_broadcast), NULL}, {"contiguous", VK(UPat_contiguous), NULL}, {"after", VK(UPat_after), NULL},
   {"end", VK(UPat_end), NULL}, {"const_like", (PyCFunction)UPat_const_like, METH_O, NULL},
   {"alu", (PyCFunction)UPat_alu, METH_VARARGS, NULL}, {"ne", (PyCFunction)UPat_ne, METH_O, NULL},
+  {"logical_not", (PyCFunction)UPat_logical_not, METH_NOARGS, NULL},
   {"maximum", (PyCFunction)UPat_maximum, METH_O, NULL}, {"where", (PyCFunction)UPat_where, METH_VARARGS, NULL},
   {"reciprocal", (PyCFunction)UPat_reciprocal, METH_NOARGS, NULL}, {"sqrt", (PyCFunction)UPat_sqrt, METH_NOARGS, NULL},
   {"exp2", (PyCFunction)UPat_exp2, METH_NOARGS, NULL}, {"log2", (PyCFunction)UPat_log2, METH_NOARGS, NULL},
@@ -1003,7 +1071,7 @@ static PyGetSetDef upat_getset[] = {
 
 static PyNumberMethods upat_as_number = {
   .nb_add = upat_nb_add, .nb_subtract = upat_nb_sub, .nb_multiply = upat_nb_mul, .nb_remainder = upat_nb_mod,
-  .nb_floor_divide = upat_nb_floordiv, .nb_and = upat_nb_and, .nb_or = upat_nb_or, .nb_xor = upat_nb_xor,
+  .nb_floor_divide = upat_nb_floordiv, .nb_true_divide = upat_nb_truediv, .nb_and = upat_nb_and, .nb_or = upat_nb_or, .nb_xor = upat_nb_xor,
   .nb_lshift = upat_nb_lshift, .nb_rshift = upat_nb_rshift,
 };
 

@@ -1,11 +1,11 @@
 /* Writing rewrite rules in C. A rule is data: a pattern written as tinygrad's rule files write it
  * (a UPat expression, evaluated once at import against tinyc's UPat/Ops/dtypes), and one small C
- * function. The function gets the captures (m->x, m->c1, ...) and returns a borrowed UOp, NULL for
- * "no rewrite" (tinygrad's None), or NULL with an exception set.
+ * function, a RULE (below), that gets the captures it names (x, c1, ...) and returns a borrowed UOp, NULL
+ * for "no rewrite" (tinygrad's None), or NULL with an exception set.
  *
  * Inside a rule every helper below returns a borrowed reference owned by the rule's pool, which the
  * engine empties after the rule returns; helpers take NULL as "an error happened earlier" and pass it
- * on, so rule bodies nest calls the way tinygrad's lambdas do: return u_add(m->y, u_mul(m->x, m->c)). */
+ * on, so rule bodies nest calls the way tinygrad's lambdas do: RULE(f, x, y, c) { return u_add(y, u_mul(x, c)); } */
 #ifndef TINYC_NATIVE_H
 #define TINYC_NATIVE_H
 #include "upat.h"

@@ -294,7 +294,13 @@ def _cyclic_objects():
   def with_dict(o): o.me, o.flag = o, Flag(); return o
   def spec_cycle():
     q = p.replace(aux=[]); q.aux.extend([q, Flag()]); return q
-  return [lambda: with_dict(tinyc.Compiler()), lambda: with_dict(tinyc.ClangCompiler()), lambda: with_dict(tinyc.CompiledRunner(p)),
+  class Box: pass
+  def upat_cycle():
+    box = Box(); box.pat, box.flag = UPat(Ops.CONST, arg=box), Flag()
+  def matcher_cycle():   # a rule that refers to the matcher it ends up in, shared with a native set
+    held = {"flag": Flag()}
+    held["pm"] = PatternMatcher([(UPat.var("x") * 1, lambda x: held["pm"] and x)]) + _C.native_rules()["symbolic"]
+  return [upat_cycle, matcher_cycle, lambda: with_dict(tinyc.Compiler()), lambda: with_dict(tinyc.ClangCompiler()), lambda: with_dict(tinyc.CompiledRunner(p)),
           lambda: with_dict(tinyc.Scheduler(ast, tinyc.ClangRenderer())), spec_cycle]
 
 def test_reference_cycles_are_collected():

@@ -217,43 +217,39 @@ UOp *full_rewrite_to_sink(UOp *sink, PyObject *ren, bool optimize) {
 
 /* ---- get_program: pm_to_program ---- */
 
-static int SLOT_prg, SLOT_sink, SLOT_lin, SLOT_source;
-
 /* do_linearize: PROGRAM(SINK, DEVICE) gains LINEAR */
-static UOp *to_linear(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return KEEP(do_linearize(m->slot[SLOT_prg], m->slot[SLOT_sink]));
+RULE(to_linear, prg, sink) {
+  return KEEP(do_linearize(prg, sink));
 }
 
 /* do_render: gains SOURCE, the renderer's text for the lines (and the renderer's aux as arg if it has one) */
-static UOp *to_source(Captures *m, PyObject *ren) {
-  UOp *prg = m->slot[SLOT_prg], *lin = m->slot[SLOT_lin];
+RULE(to_source, prg, lin) {
   PyObject *lines = pool_keep(PyList_New(lin->nsrc));
   for (Py_ssize_t i = 0; lines && i < (Py_ssize_t)lin->nsrc; i++) PyList_SET_ITEM(lines, i, Py_NewRef(lin->src[i]));
-  PyObject *text = lines ? pool_keep(PyObject_CallMethod(ren, "render", "O", lines)) : NULL;
+  PyObject *text = lines ? pool_keep(PyObject_CallMethod(ctx, "render", "O", lines)) : NULL;
   if (text && !PyUnicode_Check(text))
     return (UOp *)PyErr_Format(PyExc_TypeError, "render() must return a str, not %.100s", Py_TYPE(text)->tp_name);
-  PyObject *has_aux = text ? pool_keep(PyObject_GetAttrString(ren, "has_aux")) : NULL;
+  PyObject *has_aux = text ? pool_keep(PyObject_GetAttrString(ctx, "has_aux")) : NULL;
   int aux_wanted = has_aux ? PyObject_IsTrue(has_aux) : -1;
-  PyObject *aux = aux_wanted > 0 ? pool_keep(PyObject_CallMethod(ren, "aux", "O", lines)) : NULL;
+  PyObject *aux = aux_wanted > 0 ? pool_keep(PyObject_CallMethod(ctx, "aux", "O", lines)) : NULL;
   if (aux_wanted < 0 || (aux_wanted && !aux)) return NULL;
   UOp *source = KEEP(uop_new0(OP_SOURCE, DTYPE(VOID), text));
   return source ? KEEP(uop_append_src(prg, source, aux)) : NULL;
 }
 
 /* do_compile: gains BINARY, the compiled bytes, when the renderer has a compiler */
-static UOp *to_binary(Captures *m, PyObject *ren) {
-  PyObject *compiler = pool_keep(PyObject_GetAttrString(ren, "compiler"));
+RULE(to_binary, source, prg) {
+  PyObject *compiler = pool_keep(PyObject_GetAttrString(ctx, "compiler"));
   if (!compiler || compiler == Py_None) return NULL;
-  PyObject *lib = pool_keep(PyObject_CallMethod(compiler, "compile_cached", "O", m->slot[SLOT_source]->arg));
+  PyObject *lib = pool_keep(PyObject_CallMethod(compiler, "compile_cached", "O", source->arg));
   UOp *binary = lib ? KEEP(uop_new0(OP_BINARY, DTYPE(VOID), lib)) : NULL;
-  return binary ? KEEP(uop_append_src(m->slot[SLOT_prg], binary, NULL)) : NULL;
+  return binary ? KEEP(uop_append_src(prg, binary, NULL)) : NULL;
 }
 
 static const RuleDef pm_to_program_defs[] = {
-  {"UPat(Ops.PROGRAM, src=(UPat(Ops.SINK, name='sink'), UPat(Ops.DEVICE)), name='prg')", to_linear},
-  {"UPat(Ops.PROGRAM, src=(UPat(), UPat(Ops.DEVICE), UPat(Ops.LINEAR, name='lin')), name='prg')", to_source},
-  {"UPat(Ops.PROGRAM, src=(UPat(), UPat(Ops.DEVICE), UPat(Ops.LINEAR), UPat(Ops.SOURCE, name='source')), name='prg')", to_binary},
+  R("UPat(Ops.PROGRAM, src=(UPat(Ops.SINK, name='sink'), UPat(Ops.DEVICE)), name='prg')", to_linear),
+  R("UPat(Ops.PROGRAM, src=(UPat(), UPat(Ops.DEVICE), UPat(Ops.LINEAR, name='lin')), name='prg')", to_source),
+  R("UPat(Ops.PROGRAM, src=(UPat(), UPat(Ops.DEVICE), UPat(Ops.LINEAR), UPat(Ops.SOURCE, name='source')), name='prg')", to_binary),
 };
 
 /* the AST with KernelInfo(opts_to_apply=opts) when opts are given, KernelInfo() when it has no arg */
@@ -351,7 +347,6 @@ int tinyc_init_codegen(PyObject *m) {
   if (!itertools_count || !final_cache || env_int("DEVECTORIZE", &devectorize_level) < 0 ||
       env_int("TRANSCENDENTAL", &transcendental_level) < 0)
     return -1;
-  SLOT_prg = capture_slot("prg"); SLOT_sink = capture_slot("sink"); SLOT_lin = capture_slot("lin"); SLOT_source = capture_slot("source");
-  if (SLOT_prg < 0 || SLOT_sink < 0 || SLOT_lin < 0 || SLOT_source < 0 || PyModule_AddFunctions(m, codegen_functions) < 0) return -1;
+  if (PyModule_AddFunctions(m, codegen_functions) < 0) return -1;
   return native_register("pm_to_program", pm_from_defs(pm_to_program_defs, N(pm_to_program_defs)));
 }

@@ -283,7 +283,7 @@ static PyObject *shape_of(PyObject *all_ranges, PyObject *keys) {
   PyObject *t = KEEPO(PyTuple_New(n));
   for (Py_ssize_t i = 0; t && i < n; i++) {
     UOp *r = (UOp *)PyDict_GetItem(all_ranges, PyList_GET_ITEM(keys, i));
-    PyObject *s = PyObject_CallMethod((PyObject *)r->src[0], "ssimplify", NULL);
+    PyObject *s = uop_ssimplify(r->src[0]);
     if (!s) return NULL;
     PyTuple_SET_ITEM(t, i, s);
   }
@@ -329,7 +329,7 @@ static int mask_missing_locals(PyObject *subs, UOp *store, PyObject *all_ranges,
   }
   if (!mask) return 0;
   if (idx->nsrc != 2) { PyErr_SetString(PyExc_AssertionError, "index has 2 sources"); return -1; }
-  UOp *wide = KEEP(PyObject_CallMethod((PyObject *)mask, "broadcast", "i", idx->src[1]->dtype->count));
+  UOp *wide = u_broadcast(mask, idx->src[1]->dtype->count);
   UOp *valid = wide ? KEEP(PyObject_CallMethod((PyObject *)wide, "where", "OO", idx->src[1], Invalid)) : NULL;
   UOp *src[2] = {idx->src[0], valid};
   UOp *nidx = valid ? u_replace_src(idx, src, 2) : NULL;
@@ -351,8 +351,7 @@ static int replace_range(PyObject *subs, UOp *r, PyObject *all_dims, PyObject *i
 }
 
 /* add_gpudims: the kernel sink with its global/local ranges replaced by SPECIALs */
-static UOp *add_gpudims(Captures *m, PyObject *ctx) {
-  UOp *s = m->s;
+RULE(add_gpudims, s) {
   if (s->arg == Py_None) return NULL;
   PyObject *topo = KEEPO(uop_toposort_list(s, NULL)), *all_ranges = KEEPO(PyDict_New());
   if (!topo || !all_ranges) return NULL;
@@ -378,7 +377,7 @@ static UOp *add_gpudims(Captures *m, PyObject *ctx) {
 
 static const RuleDef pm_add_gpudims_defs[] = {
   /* the kernel's SINK gets its SPECIAL indexes (this pass runs last) */
-  {"UPat(Ops.SINK, name='s')", add_gpudims},
+  R("UPat(Ops.SINK, name='s')", add_gpudims),
 };
 
 /* tinyc._C.get_grouped_dims(prefix, dims, max_sizes, reverse=False) */

@@ -33,9 +33,7 @@ static PyObject *split_axis_arg(PyObject *arg, long long extra) {
 /* ---- pm_flatten_range ---- */
 
 /* the ranges a REDUCE/STORE/END ends become every RANGE in their graph, in toposort order */
-static UOp *flatten_range(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r;
+RULE(flatten_range, r) {
   int off = uop_range_start(r->op);
   if (off < 0 || (int)r->nsrc <= off) return NULL;
   UOp *sink = u_new(OP_SINK, scalar_dtypes[DT_VOID], r->src + off, (int)r->nsrc - off, Py_None);
@@ -56,26 +54,25 @@ static UOp *flatten_range(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_flatten_range_defs[] = {
-  {"UPat((Ops.REDUCE, Ops.STORE, Ops.END), name='r')", flatten_range},
+  R("UPat((Ops.REDUCE, Ops.STORE, Ops.END), name='r')", flatten_range),
 };
 
 /* ---- pm_split_ranges (ctx: dict range -> modulus or None) ---- */
 
 /* remember a constant-sized range taken modulo a constant that divides its size */
-static UOp *mark_range_mod(Captures *m, PyObject *ctx) {
-  int has = PyDict_Contains(ctx, (PyObject *)m->r);
+RULE(mark_range_mod, r, c) {
+  int has = PyDict_Contains(ctx, (PyObject *)r);
   if (has != 0) return NULL;
-  UOp *size = m->r->src[0];
+  UOp *size = r->src[0];
   if (size->op != OP_CONST) return NULL;
-  PyObject *q = keep(PyObject_CallMethod((PyObject *)size, "divides", "O", m->c->arg));
+  PyObject *q = keep(uop_divides(size, c->arg));
   if (!q || q == Py_None) return NULL;
-  PyDict_SetItem(ctx, (PyObject *)m->r, (PyObject *)m->c);   /* an error here is seen by the engine */
+  PyDict_SetItem(ctx, (PyObject *)r, (PyObject *)c);   /* an error here is seen by the engine */
   return NULL;
 }
 
 /* ranges that index an image are never split */
-static UOp *dont_sub_ranges_for_image(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
+RULE(dont_sub_ranges_for_image, x) {
   if (x->nsrc < 1 || x->src[0]->nsrc < 1) return NULL;
   if (strcmp(Py_TYPE(x->src[0]->src[0]->dtype)->tp_name, "ImageDType") != 0) return NULL;
   PyObject *rngs = keep(PyObject_GetAttrString((PyObject *)x->src[0], "ranges"));
@@ -86,7 +83,7 @@ static UOp *dont_sub_ranges_for_image(Captures *m, PyObject *ctx) {
 }
 
 /* at the sink, split each marked range r (size s, modulus v) into r_outer(s//v)*v + r_inner(v) */
-static UOp *do_substitute(Captures *m, PyObject *ctx) {
+RULE(do_substitute, x) {
   PyObject *subs = keep(PyDict_New());
   if (!subs) return NULL;
   Py_ssize_t pos = 0; PyObject *ko, *vo;
@@ -103,15 +100,15 @@ static UOp *do_substitute(Captures *m, PyObject *ctx) {
     if (!val || PyDict_SetItem(subs, ko, (PyObject *)val) < 0) return NULL;
   }
   if (PyDict_GET_SIZE(subs) == 0) return NULL;
-  UOp *ret = u_simplify(u_substitute(m->x, subs));
+  UOp *ret = u_simplify(u_substitute(x, subs));
   if (ret) PyDict_Clear(ctx);
   return ret;
 }
 
 static const RuleDef pm_split_ranges_defs[] = {
-  {"UPat(Ops.RANGE, name='r') % UPat.cvar('c')", mark_range_mod},
-  {"UPat(Ops.STORE, name='x')", dont_sub_ranges_for_image},
-  {"UPat(Ops.SINK, name='x')", do_substitute},
+  R("UPat(Ops.RANGE, name='r') % UPat.cvar('c')", mark_range_mod),
+  R("UPat(Ops.STORE, name='x')", dont_sub_ranges_for_image),
+  R("UPat(Ops.SINK, name='x')", do_substitute),
 };
 
 /* ---- pm_simplify_ranges ---- */
@@ -183,9 +180,7 @@ static PyObject *reduce_ranges_of(UOp *u) {
 }
 
 /* merge pairs of same-type ranges an END (adjacent pairs) or a REDUCE (all ordered pairs) ends */
-static UOp *simplify_merge_adjacent(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *u = m->u;
+RULE(simplify_merge_adjacent, u) {
   PyObject *reduce_ranges = reduce_ranges_of(u);
   PyObject *ended = keep(PyList_New(0));
   if (!reduce_ranges || !ended || append_ended_ranges(u, ended) < 0) return NULL;
@@ -208,7 +203,7 @@ static UOp *simplify_merge_adjacent(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_simplify_ranges_defs[] = {
-  {"UPat((Ops.END, Ops.REDUCE), name='u')", simplify_merge_adjacent},
+  R("UPat((Ops.END, Ops.REDUCE), name='u')", simplify_merge_adjacent),
 };
 
 /* ---- pm_split_store (ctx: the device string) ---- */
@@ -257,8 +252,8 @@ static UOp *store_piece(UOp *store, UOp *r, Py_ssize_t i, PyObject *start, PyObj
 }
 
 /* on CPU, cut a stored range at each constant it is compared below, one END per piece (grouped) */
-static UOp *cut_store_range(Captures *m, PyObject *ctx) {
-  UOp *store = m->st, *r = m->r;
+RULE(cut_store_range, st, r) {
+  UOp *store = st;
   if (r->src[0]->op != OP_CONST) return NULL;
   if (!PyUnicode_Check(ctx) || PyUnicode_CompareWithASCIIString(ctx, "CPU") != 0) return NULL;
   PyObject *cuts = range_cuts(store, r);
@@ -279,25 +274,24 @@ done:
 }
 
 static const RuleDef pm_split_store_defs[] = {
-  {"UPat(Ops.END, src=(UPat(Ops.STORE, name='st'), UPat.var('r')))", cut_store_range},
+  R("UPat(Ops.END, src=(UPat(Ops.STORE, name='st'), UPat.var('r')))", cut_store_range),
 };
 
 /* ---- reduce simplification: pm_reduce_unparented, pm_reduce_collapse, pm_reduce_load_collapse,
  *      pm_reduce_simplify, pm_load_collapse ---- */
 
-static int SLOT_red, SLOT_cut, SLOT_lower, SLOT_upper, SLOT_expr;
 static PatternMatcher *reduce_collapse_pm, *reduce_load_collapse_pm;
 static PyObject *range_gate_maker;   /* lambda r: (lambda x: r in x.ranges) */
 static PyObject *OPS_ADD, *OPS_MUL, *OPS_MAX;   /* the Ops members a REDUCE's arg is compared with */
 
-/* Python-level calls on UOps, pooled; NULL propagates */
+/* the math mixin's methods (maximum, minimum) on UOps, by name, pooled; NULL propagates */
 static UOp *call1(UOp *o, const char *name, PyObject *a) {
   return (o && a) ? KEEP(PyObject_CallMethodOneArg((PyObject *)o, keep(PyUnicode_FromString(name)), a)) : NULL;
 }
 static UOp *py_sub(UOp *a, UOp *b) { return (a && b) ? KEEP(PyNumber_Subtract((PyObject *)a, (PyObject *)b)) : NULL; }
 static UOp *py_mul(UOp *a, UOp *b) { return (a && b) ? KEEP(PyNumber_Multiply((PyObject *)a, (PyObject *)b)) : NULL; }
 static UOp *py_cmp(UOp *a, PyObject *b, int op) { return (a && b) ? KEEP(PyObject_RichCompare((PyObject *)a, b, op)) : NULL; }
-static UOp *cast_to(UOp *a, UOp *like) { return like ? call1(a, "cast", (PyObject *)like->dtype) : NULL; }
+static UOp *cast_to(UOp *a, UOp *like) { return like ? u_cast(a, like->dtype) : NULL; }
 static UOp *where0(UOp *c, UOp *t) {   /* c.where(t, 0) */
   return (c && t) ? KEEP(PyObject_CallMethod((PyObject *)c, "where", "OO", (PyObject *)t, n_int(0))) : NULL;
 }
@@ -321,9 +315,7 @@ static bool no_range(UOp *u) { return !has_op_in_slice(u, OP_RANGE); }
 static bool no_load(UOp *u) { return !has_op_in_slice(u, OP_INDEX); }
 
 /* drop the ranges of a REDUCE its source does not use: ADD multiplies by their sizes, MUL raises to them */
-static UOp *reduce_unparented(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *red = m->slot[SLOT_red];
+RULE(reduce_unparented, red) {
   PyObject *rop = red->arg;
   bool is_add = rop == OPS_ADD, is_mul = rop == OPS_MUL;
   if (!is_add && !is_mul && rop != OPS_MAX) return NULL;
@@ -342,8 +334,7 @@ static UOp *reduce_unparented(Captures *m, PyObject *ctx) {
   if (nu == 0) goto done;
   ret = (np > 1 || red->dtype != red->src[0]->dtype) ? u_replace_src(red, parented, np) : red->src[0];
   for (int i = 0; i < nu && ret && (is_add || is_mul); i++) {
-    UOp *size = call1(u_src(unparented[i], 0), "cast", keep(PyObject_CallMethod((PyObject *)ret->dtype, "scalar", NULL)));
-    size = size ? KEEP(PyObject_CallMethod((PyObject *)size, "broadcast", "O", keep(PyObject_GetAttrString((PyObject *)ret->dtype, "count")))) : NULL;
+    UOp *size = u_broadcast(u_cast(u_src(unparented[i], 0), dtype_scalar(ret->dtype)), ret->dtype->count);
     if (!size) { ret = NULL; break; }
     ret = KEEP(is_add ? PyNumber_Multiply((PyObject *)ret, (PyObject *)size) : PyNumber_Power((PyObject *)ret, (PyObject *)size, Py_None));
   }
@@ -353,74 +344,63 @@ done:
 }
 
 /* x+y < c -> x < c-y when y and c are outside every range */
-static UOp *lift_add_lt(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_range(m->y) || !no_range(m->c)) return NULL;
-  return py_cmp(m->x, (PyObject *)py_sub(cast_to(m->c, m->y), m->y), Py_LT);
+RULE(lift_add_lt, y, c, x) {
+  if (!no_range(y) || !no_range(c)) return NULL;
+  return py_cmp(x, (PyObject *)py_sub(cast_to(c, y), y), Py_LT);
 }
 /* x*y < c -> x < ceil(c/y) for a positive int y outside every range */
-static UOp *lift_mul_lt(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_range(m->y) || !no_range(m->c) || !dtype_is_int(m->y->dtype) || !N_TRUE(n_gti(vmin(m->y), 0))) return NULL;
-  UOp *sum = KEEP(PyNumber_Add((PyObject *)m->c, (PyObject *)m->y));
+RULE(lift_mul_lt, y, c, x) {
+  if (!no_range(y) || !no_range(c) || !dtype_is_int(y->dtype) || !N_TRUE(n_gti(vmin(y), 0))) return NULL;
+  UOp *sum = KEEP(PyNumber_Add((PyObject *)c, (PyObject *)y));
   UOp *up = sum ? KEEP(PyNumber_Subtract((PyObject *)sum, n_int(1))) : NULL;
-  return py_cmp(m->x, (PyObject *)KEEP(up ? PyNumber_FloorDivide((PyObject *)up, (PyObject *)m->y) : NULL), Py_LT);
+  return py_cmp(x, (PyObject *)KEEP(up ? PyNumber_FloorDivide((PyObject *)up, (PyObject *)y) : NULL), Py_LT);
 }
 /* sum over r of (r<cut ? 0 : val) -> clamp(size-cut) * val */
-static UOp *fold_range_below(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_range(m->val)) return NULL;
-  UOp *size = m->r->src[0], *cut = m->slot[SLOT_cut];
+RULE(fold_range_below, cut, val, r) {
+  if (!no_range(val)) return NULL;
+  UOp *size = r->src[0];
   UOp *n = call1(call1(py_sub(size, cut), "maximum", n_int(0)), "minimum", (PyObject *)size);
-  return py_mul(cast_to(n, m->val), m->val);
+  return py_mul(cast_to(n, val), val);
 }
 /* sum over r of (lower<=r<upper ? val : 0) -> clamp(min(upper,size)-max(lower,0)) * val */
-static UOp *fold_range_between(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_range(m->val)) return NULL;
-  UOp *size = m->r->src[0];
-  UOp *span = py_sub(call1(m->slot[SLOT_upper], "minimum", (PyObject *)size), call1(m->slot[SLOT_lower], "maximum", n_int(0)));
+RULE(fold_range_between, upper, lower, val, r) {
+  if (!no_range(val)) return NULL;
+  UOp *size = r->src[0];
+  UOp *span = py_sub(call1(upper, "minimum", (PyObject *)size), call1(lower, "maximum", n_int(0)));
   UOp *n = call1(call1(span, "maximum", n_int(0)), "minimum", (PyObject *)size);
-  return py_mul(cast_to(n, m->val), m->val);
+  return py_mul(cast_to(n, val), val);
 }
 /* sum over r of (r<cut ? val : 0) -> clamp(cut) * val */
-static UOp *fold_range_above(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_range(m->val)) return NULL;
-  UOp *n = call1(call1(m->slot[SLOT_cut], "maximum", n_int(0)), "minimum", (PyObject *)m->r->src[0]);
-  return py_mul(cast_to(n, m->val), m->val);
+RULE(fold_range_above, cut, val, r) {
+  if (!no_range(val)) return NULL;
+  UOp *n = call1(call1(cut, "maximum", n_int(0)), "minimum", (PyObject *)r->src[0]);
+  return py_mul(cast_to(n, val), val);
 }
 /* a sum of x+y reduces each term */
-static UOp *split_reduce_add(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r;
-  UOp *a = reduce_add(m->x, r->src + 1, (int)r->nsrc - 1), *b = reduce_add(m->y, r->src + 1, (int)r->nsrc - 1);
+RULE(split_reduce_add, r, x, y) {
+  UOp *a = reduce_add(x, r->src + 1, (int)r->nsrc - 1), *b = reduce_add(y, r->src + 1, (int)r->nsrc - 1);
   return (a && b) ? KEEP(PyNumber_Add((PyObject *)a, (PyObject *)b)) : NULL;
 }
 /* sum of ((var & y) ? c : 0) -> sum of (y ? c : 0) times var */
-static UOp *lift_var_and(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r;
-  return py_mul(reduce_add(where0(m->y, m->c), r->src + 1, (int)r->nsrc - 1), cast_to(m->x, m->c));
+RULE(lift_var_and, r, y, c, x) {
+  return py_mul(reduce_add(where0(y, c), r->src + 1, (int)r->nsrc - 1), cast_to(x, c));
 }
 /* x * bool.cast() -> gate ? x : 0 */
-static UOp *mul_casted_bool(Captures *m, PyObject *ctx) { UNUSED(ctx); return where0(m->gate, m->x); }
+RULE(mul_casted_bool, gate, x) { return where0(gate, x); }
 
 /* x+y != c -> x != c-y when y and c are outside every range */
-static UOp *lift_add_ne(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_range(m->y) || !no_range(m->c)) return NULL;
-  return py_cmp(m->x, (PyObject *)py_sub(cast_to(m->c, m->y), m->y), Py_NE);
+RULE(lift_add_ne, y, c, x) {
+  if (!no_range(y) || !no_range(c)) return NULL;
+  return py_cmp(x, (PyObject *)py_sub(cast_to(c, y), y), Py_NE);
 }
 /* sum over r of (idx != r ? 0 : expr) -> expr at r=idx, when idx is in bounds */
-static UOp *collapse_gated_index(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r, *i = cast_to(m->idx, r);
+RULE(collapse_gated_index, expr, r, idx) {
+  UOp *i = cast_to(idx, r);
   UOp *v = u_and(py_cmp(i, n_int(0), Py_GE), py_cmp(i, (PyObject *)r->src[0], Py_LT));
   PyObject *subs = keep(PyDict_New());
-  UOp *valid = call1(i, "valid", (PyObject *)v);
+  UOp *valid = u_valid(i, v);
   if (!subs || !valid || PyDict_SetItem(subs, (PyObject *)r, (PyObject *)valid) < 0) return NULL;
-  return where0(v, u_substitute(m->slot[SLOT_expr], subs));
+  return where0(v, u_substitute(expr, subs));
 }
 
 /* the sources feeding the nodes of `included` from outside become DEFINE_VARs with their bounds */
@@ -448,9 +428,11 @@ static UOp *reduce_collapse_with(UOp *red, UOp *u, PatternMatcher *pm) {
   for (int k = 1; k < (int)red->nsrc; k++) {
     UOp *r = red->src[k];
     PyObject *gate = keep(PyObject_CallOneArg(range_gate_maker, (PyObject *)r));
-    PyObject *included_set = gate ? keep(PyObject_CallMethod((PyObject *)u, "toposort", "O", gate)) : NULL;
-    PyObject *included = included_set ? keep(PySequence_List(included_set)) : NULL;
-    if (!included) return NULL;
+    PyObject *included = gate ? keep(uop_toposort_list(u, gate)) : NULL;
+    PyObject *included_set = included ? keep(PyDict_New()) : NULL;
+    for (Py_ssize_t i = 0; included_set && i < PyList_GET_SIZE(included); i++)
+      if (PyDict_SetItem(included_set, PyList_GET_ITEM(included, i), Py_None) < 0) return NULL;
+    if (!included_set) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(included);
     for (Py_ssize_t i = 0; i < n; i++) {
       Op op = ((UOp *)PyList_GET_ITEM(included, i))->op;
@@ -471,45 +453,40 @@ static UOp *reduce_collapse_with(UOp *red, UOp *u, PatternMatcher *pm) {
   }
   return u;
 }
-static UOp *reduce_collapse(Captures *m, PyObject *ctx) {
-  UNUSED(ctx); return reduce_collapse_with(m->slot[SLOT_red], m->u, reduce_collapse_pm);
+RULE(reduce_collapse, red, u) { return reduce_collapse_with(red, u, reduce_collapse_pm);
 }
-static UOp *reduce_load_collapse(Captures *m, PyObject *ctx) {
-  UNUSED(ctx); return reduce_collapse_with(m->slot[SLOT_red], m->u, reduce_load_collapse_pm);
+RULE(reduce_load_collapse, red, u) { return reduce_collapse_with(red, u, reduce_load_collapse_pm);
 }
 /* x+y < c -> x < c-y when only x reads memory (undoes the lift above on loaded indices) */
-static UOp *unlift_loaded_lt(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!no_load(m->y) || !no_load(m->c) || no_load(m->x)) return NULL;
-  return py_cmp(m->x, (PyObject *)py_sub(m->c, m->y), Py_LT);
+RULE(unlift_loaded_lt, y, c, x) {
+  if (!no_load(y) || !no_load(c) || no_load(x)) return NULL;
+  return py_cmp(x, (PyObject *)py_sub(c, y), Py_LT);
 }
 
 static const RuleDef pm_reduce_unparented_defs[] = {
-  {"UPat(Ops.REDUCE, name='red')", reduce_unparented},
+  R("UPat(Ops.REDUCE, name='red')", reduce_unparented),
 };
 static const RuleDef reduce_collapse_defs[] = {
-  {"(UPat.var('x') + UPat.var('y')).or_casted() < UPat.var('c')", lift_add_lt},
-  {"(UPat.var('x') * UPat.var('y')) < UPat.var('c')", lift_mul_lt},
-  {"(UPat(Ops.RANGE, name='r') < UPat.var('cut')).where(0, UPat.var('val')).reduce(UPat.var('r'), arg=Ops.ADD)", fold_range_below},
-  {"((UPat.var('r') < UPat.var('lower')).ne(True) & (UPat(Ops.RANGE, name='r') < UPat.var('upper')))"
-   ".where(UPat.var('val'), 0).reduce(UPat.var('r'), arg=Ops.ADD)", fold_range_between},
-  {"(UPat(Ops.RANGE, name='r') < UPat.var('cut')).where(UPat.var('val'), 0).reduce(UPat.var('r'), arg=Ops.ADD)", fold_range_above},
-  {"(UPat.var('x') + UPat.var('y')).reduce(arg=Ops.ADD, allow_any_len=True, name='r')", split_reduce_add},
-  {"(UPat(Ops.DEFINE_VAR, name='x') & UPat.var('y')).where(UPat.var('c'), 0).reduce(arg=Ops.ADD, allow_any_len=True, name='r')",
-   lift_var_and},
-  {"UPat.var('x') * UPat.var('gate', dtype=dtypes.bool).cast()", mul_casted_bool},
+  R("(UPat.var('x') + UPat.var('y')).or_casted() < UPat.var('c')", lift_add_lt),
+  R("(UPat.var('x') * UPat.var('y')) < UPat.var('c')", lift_mul_lt),
+  R("(UPat(Ops.RANGE, name='r') < UPat.var('cut')).where(0, UPat.var('val')).reduce(UPat.var('r'), arg=Ops.ADD)", fold_range_below),
+  R("((UPat.var('r') < UPat.var('lower')).logical_not() & (UPat(Ops.RANGE, name='r') < UPat.var('upper')))"
+   ".where(UPat.var('val'), 0).reduce(UPat.var('r'), arg=Ops.ADD)", fold_range_between),
+  R("(UPat(Ops.RANGE, name='r') < UPat.var('cut')).where(UPat.var('val'), 0).reduce(UPat.var('r'), arg=Ops.ADD)", fold_range_above),
+  R("(UPat.var('x') + UPat.var('y')).reduce(arg=Ops.ADD, allow_any_len=True, name='r')", split_reduce_add),
+  R("(UPat(Ops.DEFINE_VAR, name='x') & UPat.var('y')).where(UPat.var('c'), 0).reduce(arg=Ops.ADD, allow_any_len=True, name='r')", lift_var_and),
+  R("UPat.var('x') * UPat.var('gate', dtype=dtypes.bool).cast()", mul_casted_bool),
 };
 static const RuleDef reduce_load_collapse_defs[] = {
-  {"(UPat.var('x') + UPat.var('y')).or_casted() != UPat.var('c')", lift_add_ne},
-  {"(UPat.var('idx') != UPat(Ops.RANGE, name='r').or_casted()).where(0, UPat.var('expr')).reduce(UPat.var('r'), arg=Ops.ADD)",
-   collapse_gated_index},
+  R("(UPat.var('x') + UPat.var('y')).or_casted() != UPat.var('c')", lift_add_ne),
+  R("(UPat.var('idx') != UPat(Ops.RANGE, name='r').or_casted()).where(0, UPat.var('expr')).reduce(UPat.var('r'), arg=Ops.ADD)", collapse_gated_index),
 };
 static const RuleDef reduce_simplify_defs[] = {
-  {"UPat(Ops.REDUCE, src=(UPat.var('u'),), allow_any_len=True, arg=Ops.ADD, name='red')", reduce_collapse},
+  R("UPat(Ops.REDUCE, src=(UPat.var('u'),), allow_any_len=True, arg=Ops.ADD, name='red')", reduce_collapse),
 };
 static const RuleDef load_collapse_defs[] = {
-  {"UPat(Ops.REDUCE, arg=Ops.ADD, src=(UPat.var('u'), UPat()), name='red')", reduce_load_collapse},
-  {"(UPat.var('x', dtypes.index) + UPat.var('y')) < UPat.var('c')", unlift_loaded_lt},
+  R("UPat(Ops.REDUCE, arg=Ops.ADD, src=(UPat.var('u'), UPat()), name='red')", reduce_load_collapse),
+  R("(UPat.var('x', dtypes.index) + UPat.var('y')) < UPat.var('c')", unlift_loaded_lt),
 };
 
 /* register a + defs (a borrowed); returns the new set borrowed (the registry owns it) */
@@ -524,8 +501,6 @@ static PatternMatcher *register_concat(const char *name, PatternMatcher *a, cons
 }
 
 static int init_reduce_sets(void) {
-  SLOT_red = capture_slot("red"); SLOT_cut = capture_slot("cut"); SLOT_lower = capture_slot("lower");
-  SLOT_upper = capture_slot("upper"); SLOT_expr = capture_slot("expr");
   range_gate_maker = native_eval("lambda r: (lambda x: r in x.ranges)");
   OPS_ADD = native_eval("Ops.ADD"); OPS_MUL = native_eval("Ops.MUL"); OPS_MAX = native_eval("Ops.MAX");
   if (!range_gate_maker || !OPS_ADD || !OPS_MUL || !OPS_MAX) return -1;

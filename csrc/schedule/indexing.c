@@ -141,7 +141,7 @@ static PyObject *pad_axis(PyObject *r, PyObject *sh, PyObject *s, PyObject *e) {
   UOp *valid = graph_rewrite((UOp *)cond, pm_pad, Py_None, false, NULL);
   Py_DECREF(cond);
   PyObject *sub = valid ? PyNumber_Subtract(r, s) : NULL;
-  PyObject *inv = sub ? PyObject_CallMethod((PyObject *)&UOp_Type, "invalid", NULL) : NULL;
+  PyObject *inv = sub ? (PyObject *)uop_invalid(1) : NULL;
   if (inv) ret = PyObject_CallMethod((PyObject *)valid, "where", "OO", sub, inv);
   Py_XDECREF(valid); Py_XDECREF(sub); Py_XDECREF(inv);
   return ret;
@@ -206,9 +206,9 @@ static PyObject *reshape_rngs(PyObject *in_shape, PyObject *arg, PyObject *rngs)
     Py_DECREF(ph);
   }
   uop_ranges_memo_free(&memo);
-  PyObject *subbed = inv ? PyObject_CallMethod((PyObject *)sink, "substitute", "O", sub) : NULL;
+  PyObject *subbed = inv ? (PyObject *)uop_substitute(sink, sub) : NULL;
   UOp *res = subbed ? apply_reshape(in_shape, arg, (UOp *)subbed) : NULL;
-  PyObject *back = res ? PyObject_CallMethod((PyObject *)res, "substitute", "O", inv) : NULL;
+  PyObject *back = res ? (PyObject *)uop_substitute(res, inv) : NULL;
   if (back) ret = PyObject_GetAttrString(back, "src");
   Py_DECREF(sink); Py_XDECREF(sub); Py_XDECREF(inv); Py_XDECREF(subbed); Py_XDECREF(res); Py_XDECREF(back);
   return ret;

@@ -8,7 +8,6 @@
 #include "indexing.h"
 
 static PyObject *fn_next, *fn_sorted, *key_arg, *opt_type, *axis_outer, *axis_loop;   /* owned */
-static int SLOT_i1, SLOT_i2, SLOT_dg;
 
 /* ---- helpers (results pooled, NULL propagates) ---- */
 
@@ -54,9 +53,8 @@ static UOp *u_index(UOp *a, UOp *i, DType *dt) { UOp *src[2] = {a, i}; return u_
 /* ---- pm_mops ---- */
 
 /* a movement op under an INDEX becomes new indices into its source */
-static UOp *mop_index(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r, *idx = m->idx, *x = r->nsrc ? r->src[0] : NULL;
+RULE(mop_index, r, idx) {
+  UOp *x = r->nsrc ? r->src[0] : NULL;
   if (!x) return NULL;
   PyObject *shape = pool_keep(uop_shape_req(x)), *marg = shape ? pool_keep(uop_marg(r)) : NULL;
   PyObject *rngs = marg ? tuple_of(idx->src + 1, idx->nsrc - 1) : NULL;
@@ -73,9 +71,7 @@ static UOp *mop_index(Captures *m, PyObject *ctx) {
 }
 
 /* move a movement op after the AFTER it is the buffer of; the AFTER's tag goes to the movement op */
-static UOp *mop_after(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r, *a = m->a;
+RULE(mop_after, r, a) {
   UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)(a->nsrc + r->nsrc));
   if (!src) { PyErr_NoMemory(); return NULL; }
   memcpy(src, a->src, sizeof(UOp *) * a->nsrc);
@@ -89,9 +85,7 @@ static UOp *mop_after(Captures *m, PyObject *ctx) {
 }
 
 /* an END of a movement op ends its source */
-static UOp *mop_end(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r, *a = m->a;
+RULE(mop_end, r, a) {
   UOp **src = PyMem_Malloc(sizeof(UOp *) * a->nsrc);
   if (!src) { PyErr_NoMemory(); return NULL; }
   memcpy(src, a->src, sizeof(UOp *) * a->nsrc);
@@ -102,17 +96,15 @@ static UOp *mop_end(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_mops_defs[] = {
-  {"UPat(GroupOp.Movement, name='r').f(Ops.INDEX, allow_any_len=True, name='idx')", mop_index},
-  {"UPat(GroupOp.Movement, name='r').after(name='a', allow_any_len=True)", mop_after},
-  {"UPat(GroupOp.Movement, name='r').end(name='a', allow_any_len=True)", mop_end},
+  R("UPat(GroupOp.Movement, name='r').f(Ops.INDEX, allow_any_len=True, name='idx')", mop_index),
+  R("UPat(GroupOp.Movement, name='r').after(name='a', allow_any_len=True)", mop_after),
+  R("UPat(GroupOp.Movement, name='r').end(name='a', allow_any_len=True)", mop_end),
 };
 
 /* ---- pm_syntactic_sugar (tinygrad/codegen/__init__.py; kept here beside pm_mops, which it runs with) ---- */
 
 /* an INDEX of a pointer INDEX is one INDEX with both index lists */
-static UOp *index_concat(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *i1 = m->slot[SLOT_i1], *i2 = m->slot[SLOT_i2];
+RULE(index_concat, i1, i2) {
   if (!i1->dtype->is_ptr || i2->dtype->is_ptr) return NULL;
   int n = (int)i1->nsrc + (int)i2->nsrc - 1;
   UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)n);
@@ -125,16 +117,14 @@ static UOp *index_concat(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_syntactic_sugar_defs[] = {
-  {"UPat(Ops.INDEX, name='i1').f(Ops.INDEX, name='i2', allow_any_len=True)", index_concat},
+  R("UPat(Ops.INDEX, name='i1').f(Ops.INDEX, name='i2', allow_any_len=True)", index_concat),
 };
 
 /* ---- pm_flatten_bufferize ---- */
 
 /* a BUFFERIZE of several ranges (or with a tag) becomes one of a single flat range, reshaped back; the tag
  * moves to the reshape, and symbolic-sized ranges are shrunk to their size */
-static UOp *flatten_bufferize(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(flatten_bufferize, x) {
   if (uop_tag(x) == Py_None && x->nsrc == 2) return NULL;
   PyObject *shape = pool_keep(uop_shape_req(x)), *size = shape ? pool_keep(sint_prod(shape)) : NULL;
   PyObject *flat = size ? pool_keep(PyTuple_Pack(1, size)) : NULL, *rngs = flat ? tuple_of(x->src + 1, x->nsrc - 1) : NULL;
@@ -165,15 +155,13 @@ static UOp *flatten_bufferize(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_flatten_bufferize_defs[] = {
-  {"UPat(Ops.BUFFERIZE, name='x')", flatten_bufferize},
+  R("UPat(Ops.BUFFERIZE, name='x')", flatten_bufferize),
 };
 
 /* ---- to_bufferview ---- */
 
 /* on DISK (and TINYFS) a BUFFERIZE of a bitcast or contiguous is a BUFFER_VIEW of the indexed buffer */
-static UOp *late_buffer_view(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *t = m->t, *b = m->b;
+RULE(late_buffer_view, t, b) {
   PyObject *dev = pool_keep(uop_device(b));
   if (!dev) return NULL;
   if (dev == Py_None) { PyErr_SetString(PyExc_AssertionError, ""); return NULL; }   /* b.device is unwrap(b._device) */
@@ -214,14 +202,13 @@ static UOp *late_buffer_view(Captures *m, PyObject *ctx) {
 }
 
 /* a BUFFER_VIEW of a bitcast or contiguous views what is under it */
-static UOp *bufferview_skip(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_replace_src(m->b, m->b->src[0]->src, m->b->src[0]->nsrc);
+RULE(bufferview_skip, b) {
+  return u_replace_src(b, b->src[0]->src, b->src[0]->nsrc);
 }
 
 static const RuleDef to_bufferview_defs[] = {
-  {"UPat((Ops.BITCAST, Ops.CONTIGUOUS), name='t').f(Ops.BUFFERIZE, allow_any_len=True, name='b')", late_buffer_view},
-  {"UPat((Ops.BITCAST, Ops.CONTIGUOUS)).f(Ops.BUFFER_VIEW, name='b')", bufferview_skip},
+  R("UPat((Ops.BITCAST, Ops.CONTIGUOUS), name='t').f(Ops.BUFFERIZE, allow_any_len=True, name='b')", late_buffer_view),
+  R("UPat((Ops.BITCAST, Ops.CONTIGUOUS)).f(Ops.BUFFER_VIEW, name='b')", bufferview_skip),
 };
 
 /* ---- bufferize_to_store (pm_add_buffers_local) ---- */
@@ -238,8 +225,7 @@ static UOp *new_buffer(PyObject *ctx, UOp *x, PyObject *device, PyObject *size) 
 
 /* a BUFFERIZE becomes a buffer (global, or local in a kernel), a STORE of its value ending its ranges, and an
  * AFTER that reads the buffer once the store is done */
-static UOp *bufferize_to_store(Captures *m, PyObject *ctx) {
-  UOp *x = m->x, *idx = m->idx;
+RULE(bufferize_to_store, x, idx) {
   PyObject *shape = pool_keep(uop_shape_req(x)), *size = shape ? pool_keep(sint_prod(shape)) : NULL;
   if (!size) return NULL;
   PtrMap memo = {0};
@@ -318,22 +304,20 @@ static UOp *bufferize_to_store(Captures *m, PyObject *ctx) {
   PyObject *id = next_id(ctx);
   UOp *buf = id ? u_make(OP_DEFINE_LOCAL, sdtype, NULL, 0, id, NULL) : NULL;
   if (!buf || x->nsrc < 2) return NULL;
-  PyObject *cnt = pool_keep(PyLong_FromLong(x->src[1]->dtype->count)), *cargs = cnt ? pool_keep(PyTuple_Pack(1, cnt)) : NULL;
-  UOp *bc = (UOp *)call_kw((PyObject *)buf, "broadcast", cargs, NULL);
+  UOp *bc = u_broadcast(buf, x->src[1]->dtype->count);
   UOp *st = bc ? u_end(u_store(u_index(bc, idx, sdtype), val, NULL), rngs) : NULL;
   UOp *bar = st ? u_make(OP_BARRIER, DTYPE(VOID), &st, 1, NULL, NULL) : NULL;
   return u_after(buf, bar);
 }
 
 static const RuleDef bufferize_to_store_defs[] = {
-  {"UPat(Ops.BUFFERIZE, src=(UPat(), UPat(name='idx')), name='x')", bufferize_to_store},
+  R("UPat(Ops.BUFFERIZE, src=(UPat(), UPat(name='idx')), name='x')", bufferize_to_store),
 };
 
 /* ---- rangeify_codegen ---- */
 
 /* a CONTIGUOUS whose arg is opts hands them to ctx.opts, and goes */
-static UOp *get_contiguous(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
+RULE(get_contiguous, x) {
   if (PyTuple_Check(x->arg)) {
     bool all_opts = true;
     for (Py_ssize_t i = 0; all_opts && i < PyTuple_GET_SIZE(x->arg); i++) {
@@ -348,37 +332,29 @@ static UOp *get_contiguous(Captures *m, PyObject *ctx) {
 }
 
 /* no NOOP in a kernel graph */
-static UOp *noop_src(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (!m->x->nsrc) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); return NULL; }
-  return m->x->src[0];
+RULE(noop_src, x) {
+  if (!x->nsrc) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); return NULL; }
+  return x->src[0];
 }
 
 /* a STORE has no arg */
-static UOp *strip_store_arg(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(strip_store_arg, x) {
   if (x->arg == Py_None) return NULL;
   return u_make(x->op, x->dtype, x->src, x->nsrc, Py_None, uop_tag(x));
 }
 
 /* a broadcast of an AFTER is the AFTER broadcast (the dtype of the vector follows the AFTER's) */
-static UOp *broadcast_after(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *cnt = pool_keep(PyLong_FromLong(m->b->nsrc)), *args = cnt ? pool_keep(PyTuple_Pack(1, cnt)) : NULL;
-  return (UOp *)call_kw((PyObject *)m->a, "broadcast", args, NULL);
+RULE_MAYBE(broadcast_after, (b), a) {
+  return u_broadcast(a, b->nsrc);
 }
 
 /* a GEP of an AFTER is the AFTER's GEP */
-static UOp *gep_after(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_gep(m->a, m->b->arg);
+RULE(gep_after, a, b) {
+  return u_gep(a, b->arg);
 }
 
 /* a value INDEX into a (vector of) local buffer(s) is a LOAD of the pointer INDEX */
-static UOp *load_local(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *dg = m->slot[SLOT_dg], *idx = m->idx;
+RULE(load_local, dg, idx) {
   if (idx->dtype->is_ptr) return NULL;
   int vcount = dg->dtype->is_ptr ? dg->dtype->v : dg->dtype->count;
   DType *base = dg->dtype->is_ptr ? dg->dtype->base : dg->dtype;
@@ -388,13 +364,13 @@ static UOp *load_local(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef rangeify_codegen_defs[] = {
-  {"UPat(Ops.CONTIGUOUS, name='x')", get_contiguous},
-  {"UPat(Ops.NOOP, name='x')", noop_src},
-  {"UPat(Ops.STORE, name='x')", strip_store_arg},
-  {"UPat(Ops.AFTER, name='a').broadcast(name='b')", broadcast_after},
-  {"UPat(Ops.DEFINE_LOCAL).f(Ops.AFTER, allow_any_len=True).broadcast(name='dg').f(Ops.INDEX, name='idx', allow_any_len=True)", load_local},
-  {"UPat(Ops.AFTER, name='a').gep(name='b')", gep_after},
-  {"UPat(Ops.DEFINE_LOCAL).f(Ops.AFTER, allow_any_len=True).gep(name='dg').f(Ops.INDEX, name='idx', allow_any_len=True)", load_local},
+  R("UPat(Ops.CONTIGUOUS, name='x')", get_contiguous),
+  R("UPat(Ops.NOOP, name='x')", noop_src),
+  R("UPat(Ops.STORE, name='x')", strip_store_arg),
+  R("UPat(Ops.AFTER, name='a').broadcast(name='b')", broadcast_after),
+  R("UPat(Ops.DEFINE_LOCAL).f(Ops.AFTER, allow_any_len=True).broadcast(name='dg').f(Ops.INDEX, name='idx', allow_any_len=True)", load_local),
+  R("UPat(Ops.AFTER, name='a').gep(name='b')", gep_after),
+  R("UPat(Ops.DEFINE_LOCAL).f(Ops.AFTER, allow_any_len=True).gep(name='dg').f(Ops.INDEX, name='idx', allow_any_len=True)", load_local),
 };
 
 /* ---- init ---- */
@@ -419,7 +395,6 @@ int tinyc_init_rangeify(PyObject *m) {
   axis_outer = native_eval("AxisType.OUTER");
   axis_loop = native_eval("AxisType.LOOP");
   if (!fn_next || !fn_sorted || !key_arg || !opt_type || !axis_outer || !axis_loop) return -1;
-  SLOT_i1 = capture_slot("i1"); SLOT_i2 = capture_slot("i2"); SLOT_dg = capture_slot("dg");
   PatternMatcher *mops = pm_from_defs(pm_mops_defs, N(pm_mops_defs));
   PatternMatcher *flat = pm_from_defs(pm_flatten_bufferize_defs, N(pm_flatten_bufferize_defs));
   PatternMatcher *bview = pm_from_defs(to_bufferview_defs, N(to_bufferview_defs));

@@ -610,7 +610,6 @@ int is_dtype_supported(DType *dt, PyObject *device) {
 /* ================================ get_late_rewrite_patterns ================================ */
 
 static PyObject *powers_of_two;   /* {2**i: i for i in range(64)} */
-static int SLOT_key, SLOT_m;
 
 /* powers_of_two.get(arg, 0) as a C int; -1 on error */
 static int pow2_index(PyObject *arg) {
@@ -621,145 +620,136 @@ static int pow2_index(PyObject *arg) {
 
 /* ---- transcendentals: EXP2, LOG2, SIN when the renderer lacks them (or they are forced) ---- */
 
-static UOp *rule_xexp2(Captures *m, PyObject *ctx) { UNUSED(ctx); return xexp2(m->d); }
-static UOp *rule_xlog2(Captures *m, PyObject *ctx) { UNUSED(ctx); return xlog2(m->d); }
-static UOp *rule_xsin(Captures *m, PyObject *ctx) { UNUSED(ctx); return xsin(m->d, false, num_f(30.0)); }
+RULE(rule_xexp2, d) { return xexp2(d); }
+RULE(rule_xlog2, d) { return xlog2(d); }
+RULE(rule_xsin, d) { return xsin(d, false, num_f(30.0)); }
 /* the other float dtypes (fp8s, bfloat16) compute in float32 and cast back */
-static UOp *via_float32(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return CAST(alu1((Op)m->x->op, CAST(m->d, DTYPE(FLOAT32))), m->x->dtype);
+RULE(via_float32, x, d) {
+  return CAST(alu1((Op)x->op, CAST(d, DTYPE(FLOAT32))), x->dtype);
 }
 
 #define TD "(dtypes.float16, dtypes.float32, dtypes.float64)"
 #define NTD "tuple(dt for dt in dtypes.floats if dt not in " TD ")"
 static const RuleDef exp2_defs[] = {
-  {"UPat(Ops.EXP2, dtype=" TD ", src=(UPat.var('d'),))", rule_xexp2},
-  {"UPat(Ops.EXP2, dtype=" NTD ", src=(UPat.var('d'),), name='x')", via_float32},
+  R("UPat(Ops.EXP2, dtype=" TD ", src=(UPat.var('d'),))", rule_xexp2),
+  R("UPat(Ops.EXP2, dtype=" NTD ", src=(UPat.var('d'),), name='x')", via_float32),
 };
 static const RuleDef log2_defs[] = {
-  {"UPat(Ops.LOG2, dtype=" TD ", src=(UPat.var('d'),))", rule_xlog2},
-  {"UPat(Ops.LOG2, dtype=" NTD ", src=(UPat.var('d'),), name='x')", via_float32},
+  R("UPat(Ops.LOG2, dtype=" TD ", src=(UPat.var('d'),))", rule_xlog2),
+  R("UPat(Ops.LOG2, dtype=" NTD ", src=(UPat.var('d'),), name='x')", via_float32),
 };
 static const RuleDef sin_defs[] = {
-  {"UPat(Ops.SIN, dtype=" TD ", src=(UPat.var('d'),))", rule_xsin},
-  {"UPat(Ops.SIN, dtype=" NTD ", src=(UPat.var('d'),), name='x')", via_float32},
+  R("UPat(Ops.SIN, dtype=" TD ", src=(UPat.var('d'),))", rule_xsin),
+  R("UPat(Ops.SIN, dtype=" NTD ", src=(UPat.var('d'),), name='x')", via_float32),
 };
 
 /* ---- THREEFRY: no real hardware has it ---- */
-static UOp *rule_threefry(Captures *m, PyObject *ctx) { UNUSED(ctx); return threefry2x32(m->x, m->slot[SLOT_key]); }
+RULE(rule_threefry, key, x) { return threefry2x32(x, key); }
 static const RuleDef threefry_defs[] = {
-  {"UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var('x'), UPat.var('key')))", rule_threefry},
+  R("UPat(Ops.THREEFRY, dtype=dtypes.uint64, src=(UPat.var('x'), UPat.var('key')))", rule_threefry),
 };
 
 /* ---- MAX as CMPLT + WHERE (a max function is awkward on many C-style backends) ---- */
-static UOp *max_to_where(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *mx = m->slot[SLOT_m];
+RULE(max_to_where, m) {
+  UOp *mx = m;
   if (mx->nsrc < 2) return NULL;
   return WHERE(LT(mx->src[0], mx->src[1]), mx->src[1], mx->src[0]);
 }
-static const RuleDef max_defs[] = {{"UPat(Ops.MAX, name='m')", max_to_where}};
+static const RuleDef max_defs[] = {R("UPat(Ops.MAX, name='m')", max_to_where)};
 
 /* ---- SQRT as pow 0.5 ---- */
-static UOp *sqrt_to_pow(Captures *m, PyObject *ctx) { UNUSED(ctx); return xpow(m->d, CL(m->d, 0.5)); }
-static const RuleDef sqrt_defs[] = {{"UPat(Ops.SQRT, src=UPat.var('d'))", sqrt_to_pow}};
+RULE_MAYBE(sqrt_to_pow, (), d) { return xpow(d, CL(d, 0.5)); }
+static const RuleDef sqrt_defs[] = {R("UPat(Ops.SQRT, src=UPat.var('d'))", sqrt_to_pow)};
 
 /* ---- AND: x % 2**y -> x & (2**y - 1) ---- */
-static UOp *mod_pow2_to_and(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int has = PyDict_Contains(powers_of_two, m->c->arg);
-  return has <= 0 ? NULL : BAND(m->x, n_sub(m->c->arg, n_int(1)));
+RULE(mod_pow2_to_and, c, x) {
+  int has = PyDict_Contains(powers_of_two, c->arg);
+  return has <= 0 ? NULL : BAND(x, n_sub(c->arg, n_int(1)));
 }
-static const RuleDef and_defs[] = {{"UPat.var('x', dtypes.ints) % UPat.cvar('c')", mod_pow2_to_and}};
+static const RuleDef and_defs[] = {R("UPat.var('x', dtypes.ints) % UPat.cvar('c')", mod_pow2_to_and)};
 
 /* ---- OR: !x & !y -> !(x | y) ---- */
-static UOp *de_morgan(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_not(BOR(m->x, m->y)); }
-static const RuleDef or_defs[] = {{"UPat.var('x', dtypes.bool).ne(True) & UPat.var('y', dtypes.bool).ne(True)", de_morgan}};
+RULE(de_morgan, x, y) { return u_not(BOR(x, y)); }
+static const RuleDef or_defs[] = {R("UPat.var('x', dtypes.bool).logical_not() & UPat.var('y', dtypes.bool).logical_not()", de_morgan)};
 
 /* ---- SHL: x * 2**y -> x << y ---- */
-static UOp *mul_pow2_to_shl(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int v = pow2_index(m->c->arg);
-  return v <= 0 ? NULL : LSH(m->x, v);
+RULE(mul_pow2_to_shl, c, x) {
+  int v = pow2_index(c->arg);
+  return v <= 0 ? NULL : LSH(x, v);
 }
-static const RuleDef shl_defs[] = {{"UPat.var('x', dtypes.ints) * UPat.cvar('c')", mul_pow2_to_shl}};
+static const RuleDef shl_defs[] = {R("UPat.var('x', dtypes.ints) * UPat.cvar('c')", mul_pow2_to_shl)};
 
 /* ---- SHR: x // 2**y -> x >> y, rounding toward zero for signed x ---- */
-static UOp *uidiv_pow2_to_shr(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);   /* no x < 0 to care about for uints */
-  int v = pow2_index(m->c->arg);
-  return v <= 0 ? NULL : RSH(m->x, v);
+RULE(uidiv_pow2_to_shr, c, x) {   /* no x < 0 to care about for uints */
+  int v = pow2_index(c->arg);
+  return v <= 0 ? NULL : RSH(x, v);
 }
 /* (x + (x<0).where(c-1, 0)) >> y; a comparison known from x's range becomes a const */
-static UOp *idiv_pow2_to_shr(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int v = pow2_index(m->c->arg);
+RULE(idiv_pow2_to_shr, c, x) {
+  int v = pow2_index(c->arg);
   if (v <= 0) return NULL;
-  UOp *l = LT(m->x, 0);
+  UOp *l = LT(x, 0);
   PyObject *lo = vmin(l), *hi = vmax(l);
   if (!lo || !hi) return NULL;
   int same = n_eq(lo, hi);
   if (same < 0) return NULL;
   UOp *cond = same ? CL(l, lo) : l;
-  return RSH(ADD(m->x, WHERE(cond, SUB(m->c, 1), 0)), v);
+  return RSH(ADD(x, WHERE(cond, SUB(c, 1), 0)), v);
 }
 static const RuleDef shr_defs[] = {
-  {"UPat.var('x', dtypes.uints) // UPat.cvar('c')", uidiv_pow2_to_shr},
-  {"UPat.var('x', dtypes.ints) // UPat.cvar('c')", idiv_pow2_to_shr},
+  R("UPat.var('x', dtypes.uints) // UPat.cvar('c')", uidiv_pow2_to_shr),
+  R("UPat.var('x', dtypes.ints) // UPat.cvar('c')", idiv_pow2_to_shr),
 };
 
 /* ---- SHR, unless DISABLE_FAST_IDIV: division by other constants as multiply-and-shift, MOD through IDIV ---- */
-static UOp *idiv_const(Captures *m, PyObject *ctx) { return fast_idiv(ctx, m->x, m->d->arg, false); }
-static UOp *mod_via_idiv(Captures *m, PyObject *ctx) { UNUSED(ctx); return SUB(m->x, MUL(m->d, IDIV(m->x, m->d))); }
+RULE(idiv_const, x, d) { return fast_idiv(ctx, x, d->arg, false); }
+RULE(mod_via_idiv, x, d) { return SUB(x, MUL(d, IDIV(x, d))); }
 static const RuleDef fast_idiv_defs[] = {
-  {"UPat.var('x', dtypes.ints) // UPat.cvar('d', vec=False)", idiv_const},
-  {"UPat.var('x', dtypes.ints) % UPat.var('d')", mod_via_idiv},
+  R("UPat.var('x', dtypes.ints) // UPat.cvar('d', vec=False)", idiv_const),
+  R("UPat.var('x', dtypes.ints) % UPat.var('d')", mod_via_idiv),
 };
 
 /* ---- NEG (and SUB) ---- */
-static UOp *mul_m1_to_neg(Captures *m, PyObject *ctx) { UNUSED(ctx); return alu1(OP_NEG, m->x); }
-static UOp *add_neg_to_sub(Captures *m, PyObject *ctx) { UNUSED(ctx); return alu2(OP_SUB, m->x, m->y); }
-static const RuleDef neg_defs[] = {{"UPat.var('x') * -1", mul_m1_to_neg}};
-static const RuleDef sub_defs[] = {{"UPat.var('x') + UPat.var('y').alu(Ops.NEG)", add_neg_to_sub}};
+RULE(mul_m1_to_neg, x) { return alu1(OP_NEG, x); }
+RULE(add_neg_to_sub, x, y) { return alu2(OP_SUB, x, y); }
+static const RuleDef neg_defs[] = {R("UPat.var('x') * -1", mul_m1_to_neg)};
+static const RuleDef sub_defs[] = {R("UPat.var('x') + UPat.var('y').alu(Ops.NEG)", add_neg_to_sub)};
 
 /* ---- CMPLT: late, because simplex wants its inequalities in one form ---- */
-static UOp *not_lt_c(Captures *m, PyObject *ctx) { UNUSED(ctx); return LT(SUB(m->c, 1), m->x); }          /* !(x<c) -> c-1<x */
-static UOp *not_c_lt(Captures *m, PyObject *ctx) { UNUSED(ctx); return LT(m->x, ADD(m->c, 1)); }          /* !(c<x) -> x<c+1 */
-static UOp *neg_lt_mul(Captures *m, PyObject *ctx) { UNUSED(ctx); return LT(MUL(m->y, NEG(m->c)), m->x); } /* -x<y*c -> y*-c<x */
-static UOp *neg_lt_c(Captures *m, PyObject *ctx) { UNUSED(ctx); return LT(NEG(m->c), m->x); }             /* -x<c -> -c<x */
+RULE(not_lt_c, c, x) { return LT(SUB(c, 1), x); }          /* !(x<c) -> c-1<x */
+RULE(not_c_lt, x, c) { return LT(x, ADD(c, 1)); }          /* !(c<x) -> x<c+1 */
+RULE(neg_lt_mul, y, c, x) { return LT(MUL(y, NEG(c)), x); } /* -x<y*c -> y*-c<x */
+RULE(neg_lt_c, c, x) { return LT(NEG(c), x); }             /* -x<c -> -c<x */
 /* (c-1)<x & x<(c+1) -> x==c */
-static UOp *between_to_eq(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int same = n_eq(n_add(m->c1->arg, n_int(1)), n_sub(m->c2->arg, n_int(1)));
-  return same <= 0 ? NULL : EQ(m->x, ADD(m->c1, 1));
+RULE(between_to_eq, c1, c2, x) {
+  int same = n_eq(n_add(c1->arg, n_int(1)), n_sub(c2->arg, n_int(1)));
+  return same <= 0 ? NULL : EQ(x, ADD(c1, 1));
 }
 static const RuleDef cmplt_defs[] = {
-  {"(UPat.var('x', dtypes.sints) < UPat.cvar('c', dtypes.sints)).ne(True)", not_lt_c},
-  {"(UPat.cvar('c', dtypes.sints) < UPat.var('x', dtypes.sints)).ne(True)", not_c_lt},
-  {"UPat.var('x', dtypes.sints)*-1 < UPat.var('y', dtypes.sints)*UPat.cvar('c')", neg_lt_mul},
-  {"UPat.var('x', dtypes.sints)*-1 < UPat.cvar('c')", neg_lt_c},
-  {"(UPat.cvar('c1', vec=False) < UPat.var('x', dtypes.sints)) & (UPat.var('x', dtypes.sints) < UPat.cvar('c2', vec=False))",
-   between_to_eq},
+  R("(UPat.var('x', dtypes.sints) < UPat.cvar('c', dtypes.sints)).logical_not()", not_lt_c),
+  R("(UPat.cvar('c', dtypes.sints) < UPat.var('x', dtypes.sints)).logical_not()", not_c_lt),
+  R("UPat.var('x', dtypes.sints)*-1 < UPat.var('y', dtypes.sints)*UPat.cvar('c')", neg_lt_mul),
+  R("UPat.var('x', dtypes.sints)*-1 < UPat.cvar('c')", neg_lt_c),
+  R("(UPat.cvar('c1', vec=False) < UPat.var('x', dtypes.sints)) & (UPat.var('x', dtypes.sints) < UPat.cvar('c2', vec=False))", between_to_eq),
 };
 
 /* ---- CMPEQ: !(x != y) -> x == y ---- */
-static UOp *not_ne_to_eq(Captures *m, PyObject *ctx) { UNUSED(ctx); return alu2(OP_CMPEQ, m->x, m->y); }
-static const RuleDef cmpeq_defs[] = {{"UPat.var('x').ne(UPat.var('y')).ne(True)", not_ne_to_eq}};
+RULE(not_ne_to_eq, x, y) { return alu2(OP_CMPEQ, x, y); }
+static const RuleDef cmpeq_defs[] = {R("UPat.var('x').ne(UPat.var('y')).logical_not()", not_ne_to_eq)};
 
 /* ---- MULACC: a*b+c ---- */
-static UOp *to_mulacc(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *src[3] = {m->a, m->b, m->c};
+RULE(to_mulacc, a, b, c) {
+  UOp *src[3] = {a, b, c};
   return KEEP(uop_alu(OP_MULACC, src, 3));
 }
-static const RuleDef mulacc_defs[] = {{"UPat.var('a')*UPat.var('b')+UPat.var('c')", to_mulacc}};
+static const RuleDef mulacc_defs[] = {R("UPat.var('a')*UPat.var('b')+UPat.var('c')", to_mulacc)};
 
 /* ---- FDIV: backends that emit a division for RECIP: 1/x, and a*(1/b) -> a/b ---- */
-static UOp *recip_to_fdiv(Captures *m, PyObject *ctx) { UNUSED(ctx); return alu2(OP_FDIV, CL(m->x, 1), m->x); }
-static UOp *mul_fdiv_to_fdiv(Captures *m, PyObject *ctx) { UNUSED(ctx); return alu2(OP_FDIV, m->a, m->b); }
+RULE(recip_to_fdiv, x) { return alu2(OP_FDIV, CL(x, 1), x); }
+RULE(mul_fdiv_to_fdiv, a, b) { return alu2(OP_FDIV, a, b); }
 static const RuleDef fdiv_defs[] = {
-  {"UPat.var('x').reciprocal()", recip_to_fdiv},
-  {"UPat.var('a', dtypes.floats) * UPat.const(dtypes.floats, 1).alu(Ops.FDIV, UPat.var('b'))", mul_fdiv_to_fdiv},
+  R("UPat.var('x').reciprocal()", recip_to_fdiv),
+  R("UPat.var('a', dtypes.floats) * UPat.const(dtypes.floats, 1).alu(Ops.FDIV, UPat.var('b'))", mul_fdiv_to_fdiv),
 };
 
 /* the conditional groups, each made once at import */
@@ -1029,8 +1019,6 @@ int tinyc_init_decompositions(PyObject *m) {
   }
   transcendental_dtypes = PyTuple_Pack(3, (PyObject *)DTYPE(FLOAT16), (PyObject *)DTYPE(FLOAT32), (PyObject *)DTYPE(FLOAT64));
   if (!transcendental_dtypes || tinyc_add(m, "TRANSCENDENTAL_DTYPES", transcendental_dtypes) < 0) return -1;
-  SLOT_key = capture_slot("key"), SLOT_m = capture_slot("m");
-  if (SLOT_key < 0 || SLOT_m < 0) return -1;
   for (int g = 0; g < G_COUNT; g++) if (!(groups[g] = pm_from_defs(group_defs[g].defs, group_defs[g].n))) return -1;
   return PyModule_AddFunctions(m, decompositions_functions);
 }

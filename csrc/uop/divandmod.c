@@ -9,8 +9,6 @@
 #include "native.h"
 
 static bool correct_divmod_folding;   /* CORRECT_DIVMOD_FOLDING, read from the environment at init */
-static PyObject *uop_gcd_fn;          /* UOp.gcd */
-static PyObject *s_const_factor, *s_divides, *s_split_uop;
 
 #define AS_PY(u) ((PyObject *)(u))
 /* a truth value from a comparison helper; on error leave the enclosing function with NULL */
@@ -49,23 +47,17 @@ static PyObject *py_sum(PyObject *xs) {
 
 /* ---- the UOp methods the folder uses (ops.py) ---- */
 
-static PyObject *const_factor(UOp *u) { return pool_keep(PyObject_CallMethodNoArgs(AS_PY(u), s_const_factor)); }
-static PyObject *divides(UOp *u, PyObject *v) { return pool_keep(PyObject_CallMethodOneArg(AS_PY(u), s_divides, v)); }
+static PyObject *const_factor(UOp *u) { return u ? pool_keep(uop_const_factor(u)) : NULL; }
+static PyObject *divides(UOp *u, PyObject *v) { return u && v ? pool_keep(uop_divides(u, v)) : NULL; }
 
-/* list(u.split_uop(sep)) */
-static PyObject *split_uop(UOp *u, Op sep) {
-  PyObject *it = PyObject_CallMethodOneArg(AS_PY(u), s_split_uop, ops_members[sep]);
-  PyObject *list = it ? PySequence_List(it) : NULL;
-  Py_XDECREF(it);
-  return pool_keep(list);
-}
+static PyObject *split_uop(UOp *u, Op sep) { return u ? pool_keep(uop_split_uop_list(u, sep)) : NULL; }   /* list(u.split_uop(sep)) */
 
 /* UOp.gcd(*uops, y) */
 static UOp *gcd_with(PyObject *uops, UOp *y) {
   PyObject *all = pool_keep(PyList_GetSlice(uops, 0, LEN(uops)));
   if (append(all, AS_PY(y)) < 0) return NULL;
   PyObject *args = pool_keep(PyList_AsTuple(all));
-  return args ? need_uop(pool_keep(PyObject_Call(uop_gcd_fn, args, NULL))) : NULL;
+  return args ? need_uop(pool_keep(uop_gcd(args))) : NULL;
 }
 
 /* u.pop_const(Ops.MUL): (the factor, the constant multiplier) */
@@ -374,104 +366,93 @@ static UOp *fold_divmod_general(UOp *d, bool correct) {
 /* ---- the rules ---- */
 
 /* (x//c + a)//d -> (x + a*c)//(c*d), for positive c, d and x, a of one sign */
-static UOp *merge_nested_div(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  TEST(c_pos, cmpi(vmin(m->c), Py_GT, 0));
+RULE(merge_nested_div, c, d, x, a) {
+  TEST(c_pos, cmpi(vmin(c), Py_GT, 0));
   if (!c_pos) return NULL;
-  TEST(d_pos, cmpi(vmin(m->d), Py_GT, 0));
+  TEST(d_pos, cmpi(vmin(d), Py_GT, 0));
   if (!d_pos) return NULL;
-  TEST(x_nonneg, cmpi(vmin(m->x), Py_GE, 0));
-  TEST(both_nonneg, x_nonneg ? cmpi(vmin(m->a), Py_GE, 0) : 0);
+  TEST(x_nonneg, cmpi(vmin(x), Py_GE, 0));
+  TEST(both_nonneg, x_nonneg ? cmpi(vmin(a), Py_GE, 0) : 0);
   if (!both_nonneg) {
-    TEST(x_nonpos, cmpi(vmax(m->x), Py_LE, 0));
-    TEST(both_nonpos, x_nonpos ? cmpi(vmax(m->a), Py_LE, 0) : 0);
+    TEST(x_nonpos, cmpi(vmax(x), Py_LE, 0));
+    TEST(both_nonpos, x_nonpos ? cmpi(vmax(a), Py_LE, 0) : 0);
     if (!both_nonpos) return NULL;
   }
-  return u_idiv(u_add(m->x, u_mul(m->a, m->c)), u_mul(m->c, m->d));
+  return u_idiv(u_add(x, u_mul(a, c)), u_mul(c, d));
 }
 
 /* x//d -> -(x//(-d)) for a negative d */
-static UOp *div_by_negative(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  TEST(negative, cmpi(vmax(m->d), Py_LT, 0));
-  return negative ? u_neg(u_idiv(m->x, u_neg(m->d))) : NULL;
+RULE(div_by_negative, d, x) {
+  TEST(negative, cmpi(vmax(d), Py_LT, 0));
+  return negative ? u_neg(u_idiv(x, u_neg(d))) : NULL;
 }
 
 /* x//d -> -((-x)//d) for a nonpositive x */
-static UOp *div_of_nonpositive(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  TEST(nonpositive, cmpi(vmax(m->x), Py_LE, 0));
-  return nonpositive ? u_neg(u_idiv(u_neg(m->x), m->d)) : NULL;
+RULE(div_of_nonpositive, x, d) {
+  TEST(nonpositive, cmpi(vmax(x), Py_LE, 0));
+  return nonpositive ? u_neg(u_idiv(u_neg(x), d)) : NULL;
 }
 
 /* (x+c)//d -> (x + c%d)//d + c//d, when the constant is at least d and everything is nonnegative */
-static UOp *div_split_const(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *c = m->c->arg, *d = m->d->arg, *c_mod_d = n_mod(c, d);
-  TEST(reduces, c_mod_d ? PyObject_RichCompareBool(c_mod_d, c, Py_NE) : -1);
+RULE(div_split_const, c, d, x, n) {
+  PyObject *cv = c->arg, *dv = d->arg, *c_mod_d = n_mod(cv, dv);
+  TEST(reduces, c_mod_d ? PyObject_RichCompareBool(c_mod_d, cv, Py_NE) : -1);
   if (!reduces) return NULL;
-  TEST(x_nonneg, cmpi(vmin(m->x), Py_GE, 0));
+  TEST(x_nonneg, cmpi(vmin(x), Py_GE, 0));
   if (!x_nonneg) return NULL;
-  TEST(n_nonneg, cmpi(vmin(m->n), Py_GE, 0));
+  TEST(n_nonneg, cmpi(vmin(n), Py_GE, 0));
   if (!n_nonneg) return NULL;
-  TEST(d_pos, cmpi(d, Py_GT, 0));
+  TEST(d_pos, cmpi(dv, Py_GT, 0));
   if (!d_pos) return NULL;
-  return need_uop(n_add(AS_PY(u_idiv(u_binop(OP_ADD, m->x, c_mod_d), m->d)), n_floordiv(c, d)));
+  return need_uop(n_add(AS_PY(u_idiv(u_binop(OP_ADD, x, c_mod_d), d)), n_floordiv(cv, dv)));
 }
 
 /* (x+c)//d with x <= 0 <= x+c: -(-(c%d + x - (d-1))//d) + c//d */
-static UOp *div_split_const_nonpositive(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *c = m->c->arg, *d = m->d->arg;
-  TEST(x_nonpos, cmpi(vmax(m->x), Py_LE, 0));
+RULE(div_split_const_nonpositive, c, d, x, n) {
+  PyObject *cv = c->arg, *dv = d->arg;
+  TEST(x_nonpos, cmpi(vmax(x), Py_LE, 0));
   if (!x_nonpos) return NULL;
-  TEST(n_nonneg, cmpi(vmin(m->n), Py_GE, 0));
+  TEST(n_nonneg, cmpi(vmin(n), Py_GE, 0));
   if (!n_nonneg) return NULL;
-  TEST(d_pos, cmpi(d, Py_GT, 0));
+  TEST(d_pos, cmpi(dv, Py_GT, 0));
   if (!d_pos) return NULL;
-  PyObject *shifted = n_sub(n_add(n_mod(c, d), AS_PY(m->x)), n_sub(d, n_int(1)));
-  return need_uop(n_add(n_neg(n_floordiv(n_neg(shifted), AS_PY(m->d))), n_floordiv(c, d)));
+  PyObject *shifted = n_sub(n_add(n_mod(cv, dv), AS_PY(x)), n_sub(dv, n_int(1)));
+  return need_uop(n_add(n_neg(n_floordiv(n_neg(shifted), AS_PY(d))), n_floordiv(cv, dv)));
 }
 
 /* the general folder on any index IDIV/MOD */
-static UOp *fold_divmod(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return fold_divmod_general(m->d, correct_divmod_folding);
+RULE(fold_divmod, d) {
+  return fold_divmod_general(d, correct_divmod_folding);
 }
 
 /* x%d -> -((-x)%d) for a nonpositive x */
-static UOp *mod_of_nonpositive(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  TEST(nonpositive, cmpi(vmax(m->x), Py_LE, 0));
-  return nonpositive ? u_neg(u_mod(u_neg(m->x), m->d)) : NULL;
+RULE(mod_of_nonpositive, x, d) {
+  TEST(nonpositive, cmpi(vmax(x), Py_LE, 0));
+  return nonpositive ? u_neg(u_mod(u_neg(x), d)) : NULL;
 }
 
 /* x%d -> x%(-d) for a negative d */
-static UOp *mod_by_negative(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  TEST(negative, cmpi(vmax(m->d), Py_LT, 0));
-  return negative ? u_mod(m->x, u_neg(m->d)) : NULL;
+RULE(mod_by_negative, d, x) {
+  TEST(negative, cmpi(vmax(d), Py_LT, 0));
+  return negative ? u_mod(x, u_neg(d)) : NULL;
 }
 
 static const RuleDef div_and_mod_defs[] = {
   /* the fast rules */
-  {"(UPat.var('x') // UPat.cvar('c') + UPat.cvar('a')) // UPat.cvar('d')", merge_nested_div},
-  {"UPat.var('x', dtypes.index) // UPat.var('d')", div_by_negative},
-  {"UPat.var('x', dtypes.index) // UPat.var('d')", div_of_nonpositive},
-  {"(UPat.var('x', dtypes.index) + UPat.cvar('c', vec=False)).named('n') // UPat.cvar('d', vec=False)", div_split_const},
-  {"(UPat.var('x', dtypes.index) + UPat.cvar('c', vec=False)).named('n') // UPat.cvar('d', vec=False)", div_split_const_nonpositive},
+  R("(UPat.var('x') // UPat.cvar('c') + UPat.cvar('a')) // UPat.cvar('d')", merge_nested_div),
+  R("UPat.var('x', dtypes.index) // UPat.var('d')", div_by_negative),
+  R("UPat.var('x', dtypes.index) // UPat.var('d')", div_of_nonpositive),
+  R("(UPat.var('x', dtypes.index) + UPat.cvar('c', vec=False)).named('n') // UPat.cvar('d', vec=False)", div_split_const),
+  R("(UPat.var('x', dtypes.index) + UPat.cvar('c', vec=False)).named('n') // UPat.cvar('d', vec=False)", div_split_const_nonpositive),
   /* the general folder */
-  {"UPat((Ops.IDIV, Ops.MOD), dtypes.index, name='d')", fold_divmod},
+  R("UPat((Ops.IDIV, Ops.MOD), dtypes.index, name='d')", fold_divmod),
   /* last, as in tinygrad (earlier they would loop with the symbolic rules) */
-  {"UPat.var('x', dtypes.index) % UPat.var('d')", mod_of_nonpositive},
-  {"UPat.var('x', dtypes.index) % UPat.var('d')", mod_by_negative},
+  R("UPat.var('x', dtypes.index) % UPat.var('d')", mod_of_nonpositive),
+  R("UPat.var('x', dtypes.index) % UPat.var('d')", mod_by_negative),
 };
 
 int tinyc_init_divandmod(PyObject *m) {
   UNUSED(m);
   if (env_flag("CORRECT_DIVMOD_FOLDING", &correct_divmod_folding) < 0) return -1;   /* tinygrad's ContextVar, default 0 */
-  if (!(s_const_factor = PyUnicode_InternFromString("const_factor")) || !(s_divides = PyUnicode_InternFromString("divides")) ||
-      !(s_split_uop = PyUnicode_InternFromString("split_uop")) || !(uop_gcd_fn = PyObject_GetAttrString(AS_PY(&UOp_Type), "gcd")))
-    return -1;
   return native_register("div_and_mod_symbolic", pm_from_defs(div_and_mod_defs, N(div_and_mod_defs)));
 }

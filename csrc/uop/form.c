@@ -9,9 +9,8 @@ typedef enum {
   ARG_STR,        /* SPECIAL's name, SOURCE's text */
   ARG_BYTES,      /* BINARY's lib */
   ARG_NUMBER,     /* CONST: bool, int, float or Invalid */
-  ARG_TUPLE,      /* VCONST's values */
+  ARG_TUPLE,      /* VCONST's values, RANGE's (axis ids..., AxisType, extras...): read by position only where checked */
   ARG_INTS,       /* GEP: a tuple of lane indices */
-  ARG_RANGE,      /* RANGE: (axis ids (ints)..., AxisType) */
   ARG_VAR,        /* DEFINE_VAR: (name, min, max) */
   ARG_AXES,       /* UNROLL / CONTRACT: ((axis, size), ...) */
   ARG_OP,         /* REDUCE: an Ops member */
@@ -39,7 +38,7 @@ static const OpForm forms[OP_COUNT] = {
   [OP_MOD] = BINARY, [OP_CMPLT] = BINARY, [OP_CMPNE] = BINARY, [OP_CMPEQ] = BINARY, [OP_XOR] = BINARY, [OP_OR] = BINARY,
   [OP_AND] = BINARY, [OP_THREEFRY] = BINARY, [OP_SUB] = BINARY, [OP_FDIV] = BINARY, [OP_POW] = BINARY,
   [OP_WHERE] = TERNARY, [OP_MULACC] = TERNARY,
-  [OP_RANGE] = {1, MANY, ARG_RANGE}, [OP_IF] = {1, MANY, ARG_ANY}, [OP_END] = {2, MANY, ARG_ANY}, [OP_ENDIF] = {1, 1, ARG_ANY},
+  [OP_RANGE] = {1, MANY, ARG_TUPLE}, [OP_IF] = {1, MANY, ARG_ANY}, [OP_END] = {2, MANY, ARG_ANY}, [OP_ENDIF] = {1, 1, ARG_ANY},
   [OP_VCONST] = {0, MANY, ARG_TUPLE}, [OP_CONST] = {0, MANY, ARG_NUMBER},
   [OP_UNROLL] = {1, 1, ARG_AXES}, [OP_CONTRACT] = {1, 1, ARG_AXES},
   [OP_REDUCE_AXIS] = {1, 1, ARG_REDUCE}, [OP_REDUCE] = {1, MANY, ARG_OP}, [OP_BUFFERIZE] = {1, MANY, ARG_ANY},
@@ -59,10 +58,6 @@ static bool all_ints(PyObject *t, Py_ssize_t from, Py_ssize_t to) {
   return true;
 }
 static bool is_op_member(PyObject *o) { return PyObject_TypeCheck(o, (PyTypeObject *)Ops_Type); }
-static bool is_axis_type(PyObject *o) {
-  for (int i = 1; i < AXIS_COUNT; i++) if (o == axistype_members[i]) return true;
-  return false;
-}
 static bool is_axes(PyObject *a) {
   if (!PyTuple_Check(a)) return false;
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
@@ -88,7 +83,6 @@ static bool arg_ok(ArgKind kind, PyObject *a) {
   case ARG_NUMBER: return PyLong_Check(a) || PyFloat_Check(a) || a == Invalid;   /* bool is an int */
   case ARG_TUPLE: return n >= 0;
   case ARG_INTS: return n >= 0 && all_ints(a, 0, n);
-  case ARG_RANGE: return n >= 2 && all_ints(a, 0, n - 1) && is_axis_type(PyTuple_GET_ITEM(a, n - 1));
   case ARG_VAR: return n == 3 && PyUnicode_Check(PyTuple_GET_ITEM(a, 0));
   case ARG_AXES: return is_axes(a);
   case ARG_OP: return is_op_member(a);
@@ -108,13 +102,13 @@ bool uop_form_ok(Op op, Py_ssize_t nsrc, PyObject *arg) {
 static const char *const arg_kind_text[] = {
   [ARG_ANY] = "anything", [ARG_INT] = "an int", [ARG_STR] = "a str", [ARG_BYTES] = "bytes",
   [ARG_NUMBER] = "a bool, int, float or Invalid", [ARG_TUPLE] = "a tuple", [ARG_INTS] = "a tuple of ints",
-  [ARG_RANGE] = "a tuple of axis ids (ints) ending in an AxisType", [ARG_VAR] = "a tuple (name: str, min, max)",
+[ARG_VAR] = "a tuple (name: str, min, max)",
   [ARG_AXES] = "a tuple of (axis, size) int pairs", [ARG_OP] = "an Ops member", [ARG_REDUCE] = "a tuple (Ops member, axes tuple)",
   [ARG_WMMA] = "a tuple of 8", [ARG_DEVICE] = "a str or a tuple of strs",
 };
 
 /* the fewest items of the tuple args whose items native code reads by position */
-static const Py_ssize_t arg_tuple_len[] = {[ARG_RANGE] = 2, [ARG_VAR] = 3, [ARG_REDUCE] = 2, [ARG_WMMA] = 8};
+static const Py_ssize_t arg_tuple_len[] = {[ARG_VAR] = 3, [ARG_REDUCE] = 2, [ARG_WMMA] = 8};
 
 /* the exception for one malformed node: the kind tinygrad's Python would raise reading it */
 static int raise_malformed(UOp *u, const char *who) {

@@ -89,6 +89,11 @@ PatternMatcher *pm_from_defs(const RuleDef *defs, int n) {
     Py_DECREF(p);
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(list); k++) {
       if (!UPat_Check(PyList_GET_ITEM(list, k))) { PyErr_Format(PyExc_TypeError, "rule pattern %s is not a UPat", defs[i].pattern); Py_DECREF(list); goto end; }
+      /* transitional: entries without reads are the old {pattern, fn} form (only renderers/cstyle.c), unchecked */
+      if (defs[i].reads && upat_check_reads((UPat *)PyList_GET_ITEM(list, k), defs[i].reads, defs[i].name, defs[i].pattern) < 0) {
+        Py_DECREF(list);
+        goto end;
+      }
       if (count == cap) {
         cap = cap ? cap * 2 : 64;
         NativeFn *grown = PyMem_Realloc(fns, sizeof(NativeFn) * (size_t)cap);
@@ -109,6 +114,10 @@ end:
   Py_DECREF(pats);
   PyMem_Free(fns);
   return pm;
+}
+
+UOp *rule_unbound(const char *rule, const char *capture) {
+  return (UOp *)PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional argument: '%s'", rule, capture);
 }
 
 int native_register(const char *name, PatternMatcher *pm) {
@@ -177,10 +186,12 @@ UOp *u_sum(UOp *const *xs, int n) {
   for (int i = 1; i < n && acc; i++) acc = (UOp *)pool_keep(xs[i] ? PyNumber_Add((PyObject *)acc, (PyObject *)xs[i]) : NULL);
   return acc;
 }
-UOp *u_simplify(UOp *a) { return (UOp *)pool_keep(a ? PyObject_CallMethod((PyObject *)a, "simplify", NULL) : NULL); }
-UOp *u_substitute(UOp *a, PyObject *dvars) {
-  return (UOp *)pool_keep(a && dvars ? PyObject_CallMethod((PyObject *)a, "substitute", "O", dvars) : NULL);
-}
+UOp *u_broadcast(UOp *a, long n) { return a ? KEEP(uop_broadcast(a, n)) : NULL; }
+UOp *u_valid(UOp *a, UOp *cond) { return a && cond ? KEEP(uop_valid(a, cond)) : NULL; }
+UOp *u_get_idx(UOp *a) { return a ? KEEP(uop_get_idx(a)) : NULL; }
+UOp *u_get_valid(UOp *a) { return a ? KEEP(uop_get_valid(a)) : NULL; }
+UOp *u_simplify(UOp *a) { return a ? KEEP(uop_simplify(a)) : NULL; }
+UOp *u_substitute(UOp *a, PyObject *dvars) { return a && dvars ? KEEP(uop_substitute(a, dvars)) : NULL; }
 
 /* ---- numbers ---- */
 
@@ -311,9 +322,27 @@ static PyObject *py_exec_alu(PyObject *mod, PyObject *args) {
   return ret;
 }
 
+/* ---- a test hook: the table check on a pattern of the caller's ---- */
+
+/* x + y, for the tests of pm_from_defs's check; the RULE_MAYBE one may find y unbound */
+RULE(test_add_x_y, x, y) { return u_add(x, y); }
+RULE_MAYBE(test_add_x_maybe_y, (x), y) { return u_add(x, y); }
+
+/* _rule_table(pattern, maybe=False): pm_from_defs of the one rule R(pattern, test_add_x_y) (or the RULE_MAYBE) */
+static PyObject *py_rule_table(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  const char *pattern;
+  int maybe = 0;
+  if (!PyArg_ParseTuple(args, "s|p:_rule_table", &pattern, &maybe)) return NULL;
+  RuleDef defs[2] = {R(NULL, test_add_x_y), R(NULL, test_add_x_maybe_y)};
+  defs[maybe].pattern = pattern;
+  return (PyObject *)pm_from_defs(&defs[maybe], 1);
+}
+
 static PyMethodDef native_functions[] = {
   {"native_rules", py_native_rules, METH_NOARGS, "the native rule sets by name"},
   {"exec_alu", py_exec_alu, METH_VARARGS, "exec_alu(op, dtype, operands, truncate_output=True)"},
+  {"_rule_table", py_rule_table, METH_VARARGS, "for tests: a matcher of one native rule that reads x and y, on a given pattern"},
   {NULL, NULL, 0, NULL},
 };
 

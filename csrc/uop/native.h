@@ -1,19 +1,71 @@
 /* Writing rewrite rules in C. A rule is data: a pattern written as tinygrad's rule files write it
  * (a UPat expression, evaluated once at import against tinyc's UPat/Ops/dtypes), and one small C
- * function. The function gets the captures (m->x, m->c1, ...) and returns a borrowed UOp, NULL for
- * "no rewrite" (tinygrad's None), or NULL with an exception set.
+ * function, a RULE (below), that gets the captures it names (x, c1, ...) and returns a borrowed UOp, NULL
+ * for "no rewrite" (tinygrad's None), or NULL with an exception set.
  *
  * Inside a rule every helper below returns a borrowed reference owned by the rule's pool, which the
  * engine empties after the rule returns; helpers take NULL as "an error happened earlier" and pass it
- * on, so rule bodies nest calls the way tinygrad's lambdas do: return u_add(m->y, u_mul(m->x, m->c)). */
+ * on, so rule bodies nest calls the way tinygrad's lambdas do: RULE(f, x, y, c) { return u_add(y, u_mul(x, c)); } */
 #ifndef TINYC_NATIVE_H
 #define TINYC_NATIVE_H
 #include "upat.h"
 
-typedef struct { const char *pattern; NativeFn fn; } RuleDef;
+/* RULE(name, x, c1) { ... } defines the rule `name` as tinygrad's `lambda x, c1: ...`: the body sees the
+ * captures it names as `UOp *x, *c1` (and the rewrite's ctx), so reading a capture it did not name does not
+ * compile; name_reads records the names (as capture slots), and pm_from_defs checks at import that the
+ * rule's pattern binds each of them on every match. name itself is the NativeFn the engine calls. */
+#define RULE(name, ...)                                                                                        \
+  static UOp *name##_body(PyObject *ctx RULE_EACH(RULE_PARAM, __VA_ARGS__));                                   \
+  static const int name##_reads[] __attribute__((unused)) = {RULE_EACH(RULE_SLOT, __VA_ARGS__) -1, -1};        \
+  static UOp *name(Captures *m __attribute__((unused)), PyObject *ctx) {                                       \
+    return name##_body(ctx RULE_EACH(RULE_ARG, __VA_ARGS__));                                                  \
+  }                                                                                                            \
+  static UOp *name##_body(PyObject *ctx __attribute__((unused)) RULE_EACH(RULE_PARAM, __VA_ARGS__))
+/* RULE_MAYBE(name, (x), y) { ... }: a rule whose pattern binds y only on some matches (a name under a repeated
+ * source, as in tinygrad's broadcast patterns: a node with no sources binds nothing there). Where y is
+ * unbound the call is tinygrad's lambda missing an argument, a TypeError; the body never sees it NULL. */
+#define RULE_MAYBE(name, always, ...)                                                                          \
+  static UOp *name##_body(PyObject *ctx RULE_EACH(RULE_PARAM, RULE_UNPAREN always) RULE_EACH(RULE_PARAM, __VA_ARGS__)); \
+  static const int name##_reads[] __attribute__((unused)) = {                                                  \
+      RULE_EACH(RULE_SLOT, RULE_UNPAREN always) -1, RULE_EACH(RULE_SLOT, __VA_ARGS__) -1};                     \
+  static UOp *name(Captures *m, PyObject *ctx) {                                                               \
+    RULE_EACH(RULE_NEED, __VA_ARGS__)                                                                          \
+    return name##_body(ctx RULE_EACH(RULE_ARG, RULE_UNPAREN always) RULE_EACH(RULE_ARG, __VA_ARGS__));         \
+  }                                                                                                            \
+  static UOp *name##_body(PyObject *ctx __attribute__((unused)) RULE_EACH(RULE_PARAM, RULE_UNPAREN always)     \
+                          RULE_EACH(RULE_PARAM, __VA_ARGS__))
+#define RULE_NEED(x) if (!m->x) return rule_unbound(__func__, #x);
+#define RULE_UNPAREN(...) __VA_ARGS__
+/* the TypeError of a RULE_MAYBE called without one of its captures: NULL */
+UOp *rule_unbound(const char *rule, const char *capture);
+#define RULE_PARAM(x) , UOp *x
+#define RULE_ARG(x) , m->x
+#define RULE_SLOT(x) CAP_##x,
+/* RULE_EACH(F, a, b, ...) is F(a) F(b) ...: up to 8 captures a rule */
+#define RULE_EACH(F, ...) RULE_CAT(RULE_EACH_, RULE_COUNT(__VA_ARGS__))(F __VA_OPT__(,) __VA_ARGS__)
+#define RULE_COUNT(...) RULE_COUNT_(_ __VA_OPT__(,) __VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define RULE_COUNT_(_, a1, a2, a3, a4, a5, a6, a7, a8, n, ...) n
+#define RULE_CAT(a, b) RULE_CAT_(a, b)
+#define RULE_CAT_(a, b) a##b
+#define RULE_EACH_0(F)
+#define RULE_EACH_1(F, a) F(a)
+#define RULE_EACH_2(F, a, ...) F(a) RULE_EACH_1(F, __VA_ARGS__)
+#define RULE_EACH_3(F, a, ...) F(a) RULE_EACH_2(F, __VA_ARGS__)
+#define RULE_EACH_4(F, a, ...) F(a) RULE_EACH_3(F, __VA_ARGS__)
+#define RULE_EACH_5(F, a, ...) F(a) RULE_EACH_4(F, __VA_ARGS__)
+#define RULE_EACH_6(F, a, ...) F(a) RULE_EACH_5(F, __VA_ARGS__)
+#define RULE_EACH_7(F, a, ...) F(a) RULE_EACH_6(F, __VA_ARGS__)
+#define RULE_EACH_8(F, a, ...) F(a) RULE_EACH_7(F, __VA_ARGS__)
+
+/* One table entry: the pattern and the RULE that rewrites it, with its reads and its name. */
+typedef struct { const char *pattern; NativeFn fn; const int *reads; const char *name; } RuleDef;
+#define R(pattern, fn) {pattern, fn, fn##_reads, #fn}
 #define N(defs) ((int)(sizeof(defs) / sizeof((defs)[0])))
 
-/* A matcher from rule definitions; a pattern may evaluate to one UPat or a list of them (one rule each). */
+/* A matcher from rule definitions; a pattern may evaluate to one UPat or a list of them (one rule each).
+ * A RuntimeError naming the rule and its pattern when a pattern does not bind a capture its rule reads.
+ * (Transitional: an entry written the old way, {pattern, fn} without R(), has no reads and is not checked;
+ * only csrc/renderers/cstyle.c still does, until it is converted.) */
 PatternMatcher *pm_from_defs(const RuleDef *defs, int n);
 /* Named rule sets, visible to Python as tinyc._C.native_rules()[name]; register steals the reference. */
 int native_register(const char *name, PatternMatcher *pm);
@@ -68,9 +120,12 @@ UOp *u_new(Op op, DType *dt, UOp *const *src, int n, PyObject *arg);
 UOp *u_replace_src(UOp *u, UOp *const *src, int n);
 UOp *u_gep(UOp *a, PyObject *i);                  /* a.gep(i) */
 UOp *u_sum(UOp *const *xs, int n);                /* UOp.sum: x0 + x1 + ... (n >= 1) */
+UOp *u_broadcast(UOp *a, long n);                 /* a.broadcast(n) */
+UOp *u_valid(UOp *a, UOp *cond);                  /* a.valid(cond) */
+UOp *u_get_idx(UOp *a);                           /* a.get_idx() */
+UOp *u_get_valid(UOp *a);                         /* a.get_valid() */
 UOp *u_simplify(UOp *a);                          /* a.simplify() */
 UOp *u_substitute(UOp *a, PyObject *dvars);       /* a.substitute(dict) */
-UOp *uop_simplify(UOp *u);                        /* new reference: graph_rewrite(u, symbolic) */
 /* symbolic.py's uop_given_valid(valid, uop, try_simplex): uop simplified where valid holds (borrowed, pooled) */
 UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex);
 

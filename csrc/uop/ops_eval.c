@@ -4,14 +4,14 @@
 
 /* ---- _substitute: every node found in ctx (a dict) becomes its value ---- */
 
-static UOp *substitute_from_ctx(Captures *m, PyObject *ctx) {
-  PyObject *v = PyDict_Check(ctx) ? PyDict_GetItemWithError(ctx, (PyObject *)m->x) : NULL;
+RULE(substitute_from_ctx, x) {
+  PyObject *v = PyDict_Check(ctx) ? PyDict_GetItemWithError(ctx, (PyObject *)x) : NULL;
   if (v && !UOp_Check(v)) return (UOp *)PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name);
   return (UOp *)v;
 }
 
 static const RuleDef substitute_defs[] = {
-  {"UPat(tuple(Ops), name='x')", substitute_from_ctx},
+  R("UPat(tuple(Ops), name='x')", substitute_from_ctx),
 };
 
 /* ---- simplify ---- */
@@ -36,50 +36,51 @@ static PyObject *UOp_simplify(UOp *self, PyObject *args, PyObject *kw) {
   return (PyObject *)uop_simplify(self);
 }
 
-/* ssimplify: the simplified node, or its value when it folds to a CONST */
-static PyObject *UOp_ssimplify(UOp *self, PyObject *unused) {
-  UNUSED(unused);
+PyObject *uop_ssimplify(UOp *self) {
   UOp *s = uop_simplify(self);
   if (!s || s->op != OP_CONST) return (PyObject *)s;
   PyObject *v = Py_NewRef(s->arg);
   Py_DECREF(s);
   return v;
 }
+static PyObject *UOp_ssimplify(UOp *self, PyObject *unused) { UNUSED(unused); return uop_ssimplify(self); }
 
-/* substitute(dvars, name=None, extra_pm=None): a bottom-up rewrite with the map as ctx */
-static PyObject *UOp_substitute(UOp *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"dvars", "name", "extra_pm", NULL};
-  PyObject *dvars, *name = Py_None, *extra = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|OO:substitute", kwlist, &PyDict_Type, &dvars, &name, &extra)) return NULL;
-  if (extra != Py_None && !PatternMatcher_Check(extra)) return PyErr_Format(PyExc_TypeError, "extra_pm must be a PatternMatcher");
+/* a bottom-up rewrite with the map as ctx, by _substitute after extra (NULL: none) */
+static UOp *substitute_with(UOp *self, PyObject *dvars, PatternMatcher *extra) {
   PyObject *changed = PyDict_New(), *k, *v;
   Py_ssize_t pos = 0;
   while (changed && PyDict_Next(dvars, &pos, &k, &v))
     if (k != v && PyDict_SetItem(changed, k, v) < 0) Py_CLEAR(changed);
   if (!changed) return NULL;
-  PyObject *ret = NULL;
+  UOp *ret = NULL;
   PatternMatcher *sub = rule_set("_substitute"), *pm = NULL;
-  if (!PyDict_GET_SIZE(changed)) ret = Py_NewRef(self);
-  else if (sub && (pm = extra == Py_None ? (PatternMatcher *)Py_NewRef(sub) : pm_concat((PatternMatcher *)extra, sub)))
-    ret = (PyObject *)graph_rewrite(self, pm, changed, true, NULL);
+  if (!PyDict_GET_SIZE(changed)) ret = (UOp *)Py_NewRef(self);
+  else if (sub && (pm = extra ? pm_concat(extra, sub) : (PatternMatcher *)Py_NewRef(sub))) ret = graph_rewrite(self, pm, changed, true, NULL);
   Py_XDECREF(pm);
   Py_DECREF(changed);
   return ret;
 }
+UOp *uop_substitute(UOp *self, PyObject *dvars) {
+  if (!PyDict_Check(dvars)) return (UOp *)PyErr_Format(PyExc_TypeError, "substitute needs a dict");
+  return substitute_with(self, dvars, NULL);
+}
 
-/* render(simplify=True, pm=None): each node's text from its sources' texts, by a renderer matcher */
-static PyObject *UOp_render(UOp *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"simplify", "pm", NULL};
-  int simplify = 1;
-  PyObject *pm = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO:render", kwlist, &simplify, &pm)) return NULL;
-  if (pm == Py_None && !(pm = (PyObject *)rule_set("renderer"))) return NULL;
-  if (!PatternMatcher_Check(pm)) return PyErr_Format(PyExc_TypeError, "render's pm must be a PatternMatcher");
+/* substitute(dvars, name=None, extra_pm=None) */
+static PyObject *UOp_substitute(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"dvars", "name", "extra_pm", NULL};
+  PyObject *dvars, *name = Py_None, *extra = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|OO:substitute", kwlist, &PyDict_Type, &dvars, &name, &extra)) return NULL;
+  if (extra != Py_None && !PatternMatcher_Check(extra)) return PyErr_Format(PyExc_TypeError, "extra_pm must be a PatternMatcher");
+  return (PyObject *)substitute_with(self, dvars, extra == Py_None ? NULL : (PatternMatcher *)extra);
+}
+
+/* each node's text from its sources' texts, by the renderer matcher pm */
+static PyObject *render_with(UOp *self, bool simplify, PatternMatcher *pm) {
   UOp *s = simplify ? uop_simplify(self) : (UOp *)Py_NewRef(self);
   PyObject *ctx = s ? PyDict_New() : NULL, *order = ctx ? uop_toposort_list(s, NULL) : NULL, *ret = NULL;
   for (Py_ssize_t i = 0; order && i < PyList_GET_SIZE(order); i++) {
     UOp *u = (UOp *)PyList_GET_ITEM(order, i);
-    PyObject *text = pm_rewrite((PatternMatcher *)pm, u, ctx, false);
+    PyObject *text = pm_rewrite(pm, u, ctx, false);
     if (!text && !PyErr_Occurred()) text = Py_NewRef(Py_None);
     if (!text || PyDict_SetItem(ctx, (PyObject *)u, text) < 0) { Py_XDECREF(text); goto end; }
     Py_DECREF(text);
@@ -88,6 +89,21 @@ static PyObject *UOp_render(UOp *self, PyObject *args, PyObject *kw) {
 end:
   Py_XDECREF(s); Py_XDECREF(ctx); Py_XDECREF(order);
   return ret;
+}
+PyObject *uop_render(UOp *self, bool simplify) {
+  PatternMatcher *pm = rule_set("renderer");
+  return pm ? render_with(self, simplify, pm) : NULL;
+}
+
+/* render(simplify=True, pm=None) */
+static PyObject *UOp_render(UOp *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"simplify", "pm", NULL};
+  int simplify = 1;
+  PyObject *pm = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|pO:render", kwlist, &simplify, &pm)) return NULL;
+  if (pm == Py_None) return uop_render(self, simplify);
+  if (!PatternMatcher_Check(pm)) return PyErr_Format(PyExc_TypeError, "render's pm must be a PatternMatcher");
+  return render_with(self, simplify, (PatternMatcher *)pm);
 }
 
 /* ---- module functions: resolve, smax, smin, ssimplify, sym_infer ---- */
@@ -113,7 +129,7 @@ static PyObject *py_resolve(PyObject *mod, PyObject *args, PyObject *kw) {
 
 static PyObject *ssimplify_any(PyObject *x) {
   if (!UOp_Check(x)) return Py_NewRef(x);
-  return UOp_ssimplify((UOp *)x, NULL);
+  return uop_ssimplify((UOp *)x);
 }
 
 /* smax/smin: max/min that stay symbolic: UOps fold with maximum/minimum, numbers with max/min */
@@ -148,7 +164,7 @@ static PyObject *py_sym_infer(PyObject *mod, PyObject *args) {
   UNUSED(mod);
   PyObject *u, *var_vals;
   if (!PyArg_ParseTuple(args, "OO:sym_infer", &u, &var_vals)) return NULL;
-  return UOp_Check(u) ? PyObject_CallMethod(u, "sym_infer", "O", var_vals) : Py_NewRef(u);
+  return UOp_Check(u) ? uop_sym_infer((UOp *)u, var_vals) : Py_NewRef(u);
 }
 
 #define VK(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS

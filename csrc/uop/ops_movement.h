@@ -15,7 +15,6 @@ PyObject *uop_marg(UOp *u);
 UOp *uop_mop(UOp *self, Op op, PyObject *arg, bool same_shape_noop);
 /* helpers.prod over sints: new reference */
 PyObject *sint_prod(PyObject *seq);
-UOp *uop_simplify(UOp *u);   /* new reference: graph_rewrite(u, symbolic) */
 PyObject *uop_device(UOp *u);
 
 extern PyMethodDef uop_movement_methods[];

@@ -334,14 +334,13 @@ static PyObject *UOp_min_max_(UOp *self, void *c) {
 
 static PyObject *math_gcd;   /* math.gcd, fetched at init */
 
-/* the largest known int that divides u (as tinygrad: not the largest for negatives) */
-static PyObject *const_factor(UOp *u) {
+PyObject *uop_const_factor(UOp *u) {
   switch (u->op) {
   case OP_CONST: return Py_NewRef(u->arg);
   case OP_VCONST: return PyObject_Call(math_gcd, u->arg, NULL);
   case OP_ADD: {
     if (Py_EnterRecursiveCall(" in const_factor")) return NULL;
-    PyObject *a = const_factor(u->src[0]), *b = a ? const_factor(u->src[1]) : NULL, *ret = NULL;
+    PyObject *a = uop_const_factor(u->src[0]), *b = a ? uop_const_factor(u->src[1]) : NULL, *ret = NULL;
     Py_LeaveRecursiveCall();
     if (a && b) ret = PyObject_CallFunctionObjArgs(math_gcd, a, b, NULL);
     Py_XDECREF(a); Py_XDECREF(b);
@@ -355,8 +354,7 @@ static PyObject *const_factor(UOp *u) {
   }
 }
 
-/* u / v when v surely divides u, else None (a new reference to None) */
-static PyObject *divides(UOp *u, PyObject *v) {
+PyObject *uop_divides(UOp *u, PyObject *v) {
   PyObject *onev = PyLong_FromLong(1);
   int is_one = onev ? PyObject_RichCompareBool(v, onev, Py_EQ) : -1;
   Py_XDECREF(onev);
@@ -393,16 +391,16 @@ static PyObject *divides(UOp *u, PyObject *v) {
   }
   case OP_ADD: case OP_MUL: {
     if (Py_EnterRecursiveCall(" in divides")) return NULL;
-    PyObject *d0 = divides(u->src[0], v), *ret = NULL;
+    PyObject *d0 = uop_divides(u->src[0], v), *ret = NULL;
     if (u->op == OP_ADD) {
-      PyObject *d1 = d0 && d0 != Py_None ? divides(u->src[1], v) : NULL;
+      PyObject *d1 = d0 && d0 != Py_None ? uop_divides(u->src[1], v) : NULL;
       if (d0 == Py_None || d1 == Py_None) ret = Py_NewRef(Py_None);
       else if (d1) ret = PyNumber_Add(d0, d1);
       Py_XDECREF(d1);
     } else if (d0 && d0 != Py_None) {
       ret = PyNumber_Multiply(d0, (PyObject *)u->src[1]);
     } else if (d0) {
-      PyObject *d1 = divides(u->src[1], v);
+      PyObject *d1 = uop_divides(u->src[1], v);
       ret = d1 && d1 != Py_None ? PyNumber_Multiply((PyObject *)u->src[0], d1) : Py_XNewRef(d1);
       Py_XDECREF(d1);
     }
@@ -416,9 +414,9 @@ static PyObject *divides(UOp *u, PyObject *v) {
 
 static PyObject *UOp_const_factor(UOp *self, PyObject *unused) {
   UNUSED(unused);
-  return uop_check_form(self, "const_factor") < 0 ? NULL : const_factor(self);
+  return uop_check_form(self, "const_factor") < 0 ? NULL : uop_const_factor(self);
 }
-static PyObject *UOp_divides(UOp *self, PyObject *v) { return uop_check_form(self, "divides") < 0 ? NULL : divides(self, v); }
+static PyObject *UOp_divides(UOp *self, PyObject *v) { return uop_check_form(self, "divides") < 0 ? NULL : uop_divides(self, v); }
 
 /* identity_element(op, dtype): 0 for ADD, 1 for MUL, dtype.min for MAX */
 static PyObject *identity_element(int op, DType *dt) {
@@ -441,23 +439,30 @@ static PyObject *UOp_pop_const(UOp *self, PyObject *args, PyObject *kw) {
   return id ? Py_BuildValue("(ON)", (PyObject *)self, id) : NULL;
 }
 
-/* split_uop(sep): the leaves of a tree of `sep` ops, left to right (appended to list) */
-static int split_uop_into(UOp *u, int sep, PyObject *list) {
+int uop_split_uop(UOp *u, Op sep, PtrVec *out) {
   PtrVec stack = {0};
   int rc = ptrvec_push(&stack, u);
   while (rc == 0 && stack.len) {
     UOp *x = ptrvec_pop(&stack);
-    if (x->op != sep) { rc = PyList_Append(list, (PyObject *)x); continue; }
+    if (x->op != sep) { rc = ptrvec_push(out, x); continue; }
     for (int i = x->nsrc - 1; i >= 0 && rc == 0; i--) rc = ptrvec_push(&stack, x->src[i]);
   }
   ptrvec_free(&stack);
+  if (rc < 0) PyErr_NoMemory();
   return rc;
+}
+
+PyObject *uop_split_uop_list(UOp *u, Op sep) {
+  PtrVec leaves = {0};
+  PyObject *list = uop_split_uop(u, sep, &leaves) < 0 ? NULL : PyList_New(leaves.len);
+  for (Py_ssize_t i = 0; list && i < leaves.len; i++) PyList_SET_ITEM(list, i, Py_NewRef((PyObject *)leaves.items[i]));
+  ptrvec_free(&leaves);
+  return list;
 }
 
 static PyObject *UOp_split_uop(UOp *self, PyObject *sep_obj) {
   int sep = op_from_object(sep_obj);
-  PyObject *list = sep < 0 ? NULL : PyList_New(0);
-  if (list && split_uop_into(self, sep, list) < 0) Py_CLEAR(list);
+  PyObject *list = sep < 0 ? NULL : uop_split_uop_list(self, sep);
   if (!list) return NULL;
   PyObject *it = PyObject_GetIter(list);
   Py_DECREF(list);
@@ -467,8 +472,8 @@ static PyObject *UOp_split_uop(UOp *self, PyObject *sep_obj) {
 /* Counter of the MUL-leaves of a term: an insertion-ordered dict node -> count */
 static PyObject *mul_leaf_counts(PyObject *term) {
   if (!UOp_Check(term)) return PyErr_Format(PyExc_TypeError, "gcd: a term did not divide by its const factor");
-  PyObject *leaves = PyList_New(0), *counts = PyDict_New();
-  if (!leaves || !counts || split_uop_into((UOp *)term, OP_MUL, leaves) < 0) goto fail;
+  PyObject *leaves = uop_split_uop_list((UOp *)term, OP_MUL), *counts = PyDict_New();
+  if (!leaves || !counts) goto fail;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(leaves); i++) {
     PyObject *leaf = PyList_GET_ITEM(leaves, i), *c = PyDict_GetItemWithError(counts, leaf);
     if (!c && PyErr_Occurred()) goto fail;
@@ -483,10 +488,9 @@ fail:
   return NULL;
 }
 
-/* UOp.gcd(*uops): the common factor: shared MUL-leaves (Counter &), times the gcd of the const
- * factors, multiplied up from 1 as math.prod does (so the const ends up at the top). */
-static PyObject *UOp_gcd(PyObject *cls, PyObject *args) {
-  UNUSED(cls);
+/* the common factor: shared MUL-leaves (Counter &), times the gcd of the const factors, multiplied up from 1
+ * as math.prod does (so the const ends up at the top) */
+PyObject *uop_gcd(PyObject *args) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
   if (n == 0) return PyErr_Format(PyExc_TypeError, "gcd needs at least one UOp");
   PyObject *factors = PyTuple_New(n), *common = NULL, *first_term = NULL, *ret = NULL;
@@ -495,7 +499,7 @@ static PyObject *UOp_gcd(PyObject *cls, PyObject *args) {
     PyObject *u = PyTuple_GET_ITEM(args, i);
     if (!UOp_Check(u)) { PyErr_Format(PyExc_TypeError, "gcd takes UOps"); goto end; }
     if (uop_check_form((UOp *)u, "gcd") < 0) goto end;
-    PyObject *f = const_factor((UOp *)u), *term = f ? divides((UOp *)u, f) : NULL;
+    PyObject *f = uop_const_factor((UOp *)u), *term = f ? uop_divides((UOp *)u, f) : NULL;
     if (!term) { Py_XDECREF(f); goto end; }
     PyTuple_SET_ITEM(factors, i, f);
     PyObject *counts = mul_leaf_counts(term);
@@ -529,6 +533,7 @@ end:
   Py_XDECREF(factors); Py_XDECREF(common); Py_XDECREF(first_term);
   return ret;
 }
+static PyObject *UOp_gcd(PyObject *cls, PyObject *args) { UNUSED(cls); return uop_gcd(args); }
 
 /* sum/prod: fold with + (| for bool) or * (& for bool), starting from self */
 static PyObject *fold(UOp *self, PyObject *args, binaryfunc f) {
@@ -565,13 +570,17 @@ static PyObject *UOp_is_increasing(UOp *self, PyObject *unused) {
   }
 }
 
-static PyObject *UOp_overflows(UOp *self, PyObject *dtype) {
-  if (!DType_Check(dtype)) return PyErr_Format(PyExc_TypeError, "overflows needs a DType");
-  PyObject *lo, *hi, *dmin = dtype_min((DType *)dtype), *dmax = dtype_max((DType *)dtype);
-  int rc = (dmin && dmax && uop_min_max(self, &lo, &hi) == 0) ? 0 : -1, a = 0, b = 0;
+int uop_overflows(UOp *u, DType *dtype) {
+  PyObject *lo, *hi, *dmin = dtype_min(dtype), *dmax = dtype_max(dtype);
+  int rc = (dmin && dmax && uop_min_max(u, &lo, &hi) == 0) ? 0 : -1, a = 0, b = 0;
   if (rc == 0 && ((a = lt(lo, dmin)) < 0 || (!a && (b = lt(dmax, hi)) < 0))) rc = -1;
   Py_XDECREF(dmin); Py_XDECREF(dmax);
-  return rc < 0 ? NULL : PyBool_FromLong(a || b);
+  return rc < 0 ? -1 : a || b;
+}
+static PyObject *UOp_overflows(UOp *self, PyObject *dtype) {
+  if (!DType_Check(dtype)) return PyErr_Format(PyExc_TypeError, "overflows needs a DType");
+  int r = uop_overflows(self, (DType *)dtype);
+  return r < 0 ? NULL : PyBool_FromLong(r);
 }
 
 /* ---- variables ---- */
@@ -582,32 +591,34 @@ static PyObject *UOp_expr(UOp *self, void *c) {
   return Py_NewRef(PyTuple_GET_ITEM(self->arg, 0));
 }
 
-static PyObject *UOp_bind(UOp *self, PyObject *val) {
+UOp *uop_bind(UOp *self, PyObject *val) {
   if (self->op != OP_DEFINE_VAR || !PyTuple_Check(self->arg) || PyTuple_GET_SIZE(self->arg) < 3)
-    return PyErr_Format(PyExc_ValueError, "op is %S, need DEFINE_VAR", ops_members[self->op]);
+    return (UOp *)PyErr_Format(PyExc_ValueError, "op is %S, need DEFINE_VAR", ops_members[self->op]);
   UOp *uval = PyLong_Check(val) ? uop_const_like(self, val) : UOp_Check(val) ? (UOp *)Py_NewRef(val) : NULL;
-  if (!uval) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_TypeError, "bind needs an int or a UOp");
-  PyObject *lo, *hi, *ret = NULL;
+  if (!uval) return PyErr_Occurred() ? NULL : (UOp *)PyErr_Format(PyExc_TypeError, "bind needs an int or a UOp");
+  PyObject *lo, *hi;
+  UOp *ret = NULL;
   if (uop_min_max(uval, &lo, &hi) == 0) {
     int ok_lo = PyObject_RichCompareBool(PyTuple_GET_ITEM(self->arg, 1), lo, Py_LE);
     int ok_hi = ok_lo > 0 ? PyObject_RichCompareBool(hi, PyTuple_GET_ITEM(self->arg, 2), Py_LE) : ok_lo;
     if (ok_hi == 0)
       PyErr_Format(PyExc_ValueError, "bind %R not in range [%R, %R]", val, PyTuple_GET_ITEM(self->arg, 1), PyTuple_GET_ITEM(self->arg, 2));
-    else if (ok_hi > 0) ret = (PyObject *)uop_new2(OP_BIND, self->dtype, self, uval, NULL);
+    else if (ok_hi > 0) ret = uop_new2(OP_BIND, self->dtype, self, uval, NULL);
   }
   Py_DECREF(uval);
   return ret;
 }
+static PyObject *UOp_bind(UOp *self, PyObject *val) { return (PyObject *)uop_bind(self, val); }
 
-static PyObject *UOp_unbind(UOp *self, PyObject *unused) {
-  UNUSED(unused);
+PyObject *uop_unbind(UOp *self) {
   if (self->op != OP_BIND || self->nsrc != 2 || self->src[0]->op != OP_DEFINE_VAR || self->src[1]->op != OP_CONST)
     return PyErr_Format(PyExc_ValueError, "can't unbind %S", ops_members[self->op]);
   return PyTuple_Pack(2, (PyObject *)self->src[0], self->src[1]->arg);
 }
+static PyObject *UOp_unbind(UOp *self, PyObject *unused) { UNUSED(unused); return uop_unbind(self); }
 static PyObject *UOp_val(UOp *self, void *c) {
   UNUSED(c);
-  PyObject *t = UOp_unbind(self, NULL), *ret = t ? Py_NewRef(PyTuple_GET_ITEM(t, 1)) : NULL;
+  PyObject *t = uop_unbind(self), *ret = t ? Py_NewRef(PyTuple_GET_ITEM(t, 1)) : NULL;
   Py_XDECREF(t);
   return ret;
 }
@@ -725,12 +736,12 @@ end:
   return ret;
 }
 
-static PyObject *UOp_sym_infer(UOp *self, PyObject *var_vals) {
+PyObject *uop_sym_infer(UOp *self, PyObject *var_vals) {
   if (!PyDict_Check(var_vals)) return PyErr_Format(PyExc_TypeError, "sym_infer needs a dict of variable values");
   return uop_eval(self, var_vals);
 }
+static PyObject *UOp_sym_infer(UOp *self, PyObject *var_vals) { return uop_sym_infer(self, var_vals); }
 
-UOp *uop_simplify(UOp *u);
 
 /* _eval: the single value of the simplified node, when its bounds meet */
 static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject *want, const char *what) {
@@ -741,7 +752,7 @@ static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject 
   int eq = PyObject_RichCompareBool(lo, hi, Py_EQ);
   if (eq < 0) goto end;
   if (!eq) {   /* the message names the simplified node, rendered */
-    PyObject *r = PyObject_CallMethod((PyObject *)s, "render", NULL);
+    PyObject *r = uop_render(s, true);
     if (r) { PyErr_Format(PyExc_ValueError, "eval failed to be a single number, range is %S to %S in %S", lo, hi, r); Py_DECREF(r); }
   }
   else if (!PyObject_TypeCheck(lo, want)) PyErr_Format(PyExc_TypeError, "vmin is wrong type %.100s", Py_TYPE(lo)->tp_name);

@@ -368,40 +368,43 @@ static PyObject *UOp_alu_m(UOp *self, PyObject *args, PyObject *kw) {
   return ret;
 }
 
+UOp *uop_invalid(int count) {
+  DType *dt = dtype_vec(DTYPE(INDEX), count);
+  return dt ? uop_new0(OP_CONST, dt, Invalid) : NULL;
+}
 static PyObject *UOp_invalid(PyObject *cls, PyObject *args, PyObject *kw) {
   UNUSED(cls);
   static char *kwlist[] = {"count", NULL};
   int count = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:invalid", kwlist, &count)) return NULL;
-  DType *dt = dtype_vec(DTYPE(INDEX), count);
-  return dt ? (PyObject *)uop_new0(OP_CONST, dt, Invalid) : NULL;
+  return (PyObject *)uop_invalid(count);
 }
 
-/* valid(cond): self if cond is already a gate, else cond.where(self, invalid) */
-static PyObject *UOp_valid(UOp *self, PyObject *cond_obj) {
-  if (!UOp_Check(cond_obj)) return PyErr_Format(PyExc_TypeError, "valid() needs a UOp condition");
-  UOp *cond = (UOp *)cond_obj;
-  if (cond->op == OP_WHERE && PyObject_IsTrue(cond->arg) == 1) return Py_NewRef(self);
-  DType *dt = dtype_vec(DTYPE(INDEX), self->dtype->count);
-  UOp *inv = dt ? uop_new0(OP_CONST, dt, Invalid) : NULL;
-  PyObject *ret = inv ? (PyObject *)uop_new3(OP_WHERE, inv->dtype, cond, self, inv, NULL) : NULL;
+/* self if cond is already a gate, else cond.where(self, invalid) */
+UOp *uop_valid(UOp *self, UOp *cond) {
+  if (cond->op == OP_WHERE && PyObject_IsTrue(cond->arg) == 1) return (UOp *)Py_NewRef(self);
+  UOp *inv = uop_invalid(self->dtype->count), *ret = inv ? uop_new3(OP_WHERE, inv->dtype, cond, self, inv, NULL) : NULL;
   Py_XDECREF(inv);
   return ret;
+}
+static PyObject *UOp_valid(UOp *self, PyObject *cond) {
+  if (!UOp_Check(cond)) return PyErr_Format(PyExc_TypeError, "valid() needs a UOp condition");
+  return (PyObject *)uop_valid(self, (UOp *)cond);
 }
 
 static bool is_invalid_gate(UOp *u) { return u->op == OP_WHERE && u->src[2]->op == OP_CONST && u->src[2]->arg == Invalid; }
 
-static PyObject *UOp_get_idx(UOp *self, PyObject *unused) {
-  UNUSED(unused);
-  if (dtype_scalar(self->dtype) != DTYPE(INDEX)) return PyErr_Format(PyExc_ValueError, "Can only call get_idx on index dtype");
-  return Py_NewRef(is_invalid_gate(self) ? self->src[1] : self);
+UOp *uop_get_idx(UOp *self) {
+  if (dtype_scalar(self->dtype) != DTYPE(INDEX)) return (UOp *)PyErr_Format(PyExc_ValueError, "Can only call get_idx on index dtype");
+  return (UOp *)Py_NewRef(is_invalid_gate(self) ? self->src[1] : self);
 }
-static PyObject *UOp_get_valid(UOp *self, PyObject *unused) {
-  UNUSED(unused);
-  if (dtype_scalar(self->dtype) != DTYPE(INDEX)) return PyErr_Format(PyExc_ValueError, "Can only call get_valid on index dtype");
-  if (is_invalid_gate(self)) return Py_NewRef(self->src[0]);
-  return (PyObject *)uop_const(DTYPE(BOOL), self->arg != Invalid ? Py_True : Py_False);
+UOp *uop_get_valid(UOp *self) {
+  if (dtype_scalar(self->dtype) != DTYPE(INDEX)) return (UOp *)PyErr_Format(PyExc_ValueError, "Can only call get_valid on index dtype");
+  if (is_invalid_gate(self)) return (UOp *)Py_NewRef(self->src[0]);
+  return uop_const(DTYPE(BOOL), self->arg != Invalid ? Py_True : Py_False);
 }
+static PyObject *UOp_get_idx(UOp *self, PyObject *unused) { UNUSED(unused); return (PyObject *)uop_get_idx(self); }
+static PyObject *UOp_get_valid(UOp *self, PyObject *unused) { UNUSED(unused); return (PyObject *)uop_get_valid(self); }
 
 #define VARKW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 PyMethodDef uop_sugar_methods[] = {

@@ -6,8 +6,6 @@
  * rendered so far (sources come first in toposort order). */
 #include "native.h"
 
-static int SLOT_end, SLOT_valid;
-
 /* ================================================================================================
  * renderer
  * ================================================================================================ */
@@ -110,59 +108,57 @@ static PyObject *range_str(UOp *u) {
 }
 
 /* a variable renders as its name */
-static UOp *render_define_var(Captures *m, PyObject *ctx) { UNUSED(ctx); return TEXT(PySequence_GetItem(m->x->arg, 0)); }
+RULE(render_define_var, x) { return TEXT(PySequence_GetItem(x->arg, 0)); }
 /* a special renders as its arg (its name) */
-static UOp *render_special(Captures *m, PyObject *ctx) { UNUSED(ctx); return (UOp *)m->x->arg; }
+RULE(render_special, x) { return (UOp *)x->arg; }
 /* a range renders as "r" and its range_str */
-static UOp *render_range(Captures *m, PyObject *ctx) { UNUSED(ctx); return format1("r%S", range_str(m->x)); }
+RULE(render_range, x) { return format1("r%S", range_str(x)); }
 /* a constant renders as str(arg) */
-static UOp *render_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return TEXT(PyObject_Str(m->x->arg)); }
+RULE(render_const, x) { return TEXT(PyObject_Str(x->arg)); }
 /* UNROLL: tinygrad's rule takes a `u` its pattern never names, so calling it is a TypeError */
-static UOp *render_unroll(Captures *m, PyObject *ctx) {
-  UNUSED(m); UNUSED(ctx);
+RULE(render_unroll) {
   return (UOp *)PyErr_Format(PyExc_TypeError, "<lambda>() missing 1 required positional argument: 'u'");
 }
 /* a cast renders C style: "(int)(x)", the dtype's repr without "dtypes." */
-static UOp *render_cast(Captures *m, PyObject *ctx) {
-  PyObject *dt = pool_keep(PyObject_Str((PyObject *)m->x->dtype));
+RULE(render_cast, x) {
+  PyObject *dt = pool_keep(PyObject_Str((PyObject *)x->dtype));
   PyObject *name = dt ? pool_keep(PyUnicode_Substring(dt, 7, PY_SSIZE_T_MAX)) : NULL;
-  return format2("(%S)(%S)", name, text_of(ctx, m->x->src[0]));
+  return format2("(%S)(%S)", name, text_of(ctx, x->src[0]));
 }
 /* a bound variable renders as the variable */
-static UOp *render_bind(Captures *m, PyObject *ctx) { return (UOp *)text_of(ctx, m->x->src[0]); }
+RULE(render_bind, x) { return (UOp *)text_of(ctx, x->src[0]); }
 /* negation: "(-x)" */
-static UOp *render_neg(Captures *m, PyObject *ctx) { return format1("(-%S)", text_of(ctx, m->x->src[0])); }
+RULE(render_neg, x) { return format1("(-%S)", text_of(ctx, x->src[0])); }
 /* reciprocal: "(1/x)" */
-static UOp *render_reciprocal(Captures *m, PyObject *ctx) { return format1("(1/%S)", text_of(ctx, m->x->src[0])); }
+RULE(render_reciprocal, x) { return format1("(1/%S)", text_of(ctx, x->src[0])); }
 /* max: "max(a, b)" */
-static UOp *render_max(Captures *m, PyObject *ctx) {
-  return format2("max(%S, %S)", text_of(ctx, m->x->src[0]), text_of(ctx, m->x->src[1]));
+RULE(render_max, x) {
+  return format2("max(%S, %S)", text_of(ctx, x->src[0]), text_of(ctx, x->src[1]));
 }
 /* multiply-accumulate: "(a*b+c)" */
-static UOp *render_mulacc(Captures *m, PyObject *ctx) {
-  return format3("(%S*%S+%S)", text_of(ctx, m->x->src[0]), text_of(ctx, m->x->src[1]), text_of(ctx, m->x->src[2]));
+RULE(render_mulacc, x) {
+  return format3("(%S*%S+%S)", text_of(ctx, x->src[0]), text_of(ctx, x->src[1]), text_of(ctx, x->src[2]));
 }
 /* where: Python's conditional expression "(t if c else f)" */
-static UOp *render_where(Captures *m, PyObject *ctx) {
-  return format3("(%S if %S else %S)", text_of(ctx, m->x->src[1]), text_of(ctx, m->x->src[0]), text_of(ctx, m->x->src[2]));
+RULE(render_where, x) {
+  return format3("(%S if %S else %S)", text_of(ctx, x->src[1]), text_of(ctx, x->src[0]), text_of(ctx, x->src[2]));
 }
 /* binary ops with a Python operator: "(a+b)", with redundant parens of the operands dropped */
-static UOp *render_binary_op(Captures *m, PyObject *ctx) {
-  return render_binary(m->x, text_of(ctx, m->x->src[0]), text_of(ctx, m->x->src[1]));
+RULE(render_binary_op, x) {
+  return render_binary(x, text_of(ctx, x->src[0]), text_of(ctx, x->src[1]));
 }
 /* INDEX/BUFFERIZE: "[i][j]..." of the index sources (the buffer is not rendered) */
-static UOp *render_index(Captures *m, PyObject *ctx) {
+RULE(render_index, x) {
   PyObject *parts = pool_keep(PyList_New(0)), *empty = pool_keep(PyUnicode_FromString(""));
   if (!parts || !empty) return NULL;
-  for (int i = 1; i < m->x->nsrc; i++) {
-    PyObject *part = (PyObject *)format1("[%S]", strip_parens(text_of(ctx, m->x->src[i])));
+  for (int i = 1; i < x->nsrc; i++) {
+    PyObject *part = (PyObject *)format1("[%S]", strip_parens(text_of(ctx, x->src[i])));
     if (!part || PyList_Append(parts, part) < 0) return NULL;
   }
   return TEXT(PyUnicode_Join(empty, parts));
 }
 /* VECTORIZE: "{a,b,c}", or "{a, ...}" when every lane is the same node */
-static UOp *render_vectorize(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
+RULE(render_vectorize, x) {
   bool same = x->nsrc > 0;
   for (int i = 1; i < x->nsrc; i++) same &= x->src[i] == x->src[0];
   if (same) return format1("{%S, ...}", text_of(ctx, x->src[0]));
@@ -175,39 +171,38 @@ static UOp *render_vectorize(Captures *m, PyObject *ctx) {
   return format1("{%S}", pool_keep(PyUnicode_Join(comma, parts)));
 }
 /* anything else renders as the UOp's repr */
-static UOp *render_any(Captures *m, PyObject *ctx) { UNUSED(ctx); return TEXT(PyObject_Str((PyObject *)m->x)); }
+RULE(render_any, x) { return TEXT(PyObject_Str((PyObject *)x)); }
 
 static const RuleDef renderer_defs[] = {
-  {"UPat((Ops.DEFINE_VAR,), name='x')", render_define_var},
-  {"UPat(Ops.SPECIAL, name='x')", render_special},
-  {"UPat(Ops.RANGE, name='x')", render_range},
-  {"UPat((Ops.CONST, Ops.VCONST), name='x')", render_const},
-  {"UPat(Ops.UNROLL, name='x')", render_unroll},
-  {"UPat(Ops.CAST, name='x')", render_cast},
-  {"UPat(Ops.BIND, name='x')", render_bind},
-  {"UPat(Ops.NEG, name='x')", render_neg},
-  {"UPat(Ops.RECIPROCAL, name='x')", render_reciprocal},
-  {"UPat(Ops.MAX, name='x')", render_max},
-  {"UPat(Ops.MULACC, name='x')", render_mulacc},
-  {"UPat(Ops.WHERE, name='x')", render_where},
-  {"UPat({Ops.ADD, Ops.SUB, Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR, Ops.MUL, Ops.CMPLT, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR}, name='x')",
-   render_binary_op},
-  {"UPat((Ops.INDEX, Ops.BUFFERIZE), name='x')", render_index},
-  {"UPat(Ops.VECTORIZE, name='x')", render_vectorize},
-  {"UPat(GroupOp.All, name='x')", render_any},
+  R("UPat((Ops.DEFINE_VAR,), name='x')", render_define_var),
+  R("UPat(Ops.SPECIAL, name='x')", render_special),
+  R("UPat(Ops.RANGE, name='x')", render_range),
+  R("UPat((Ops.CONST, Ops.VCONST), name='x')", render_const),
+  R("UPat(Ops.UNROLL, name='x')", render_unroll),
+  R("UPat(Ops.CAST, name='x')", render_cast),
+  R("UPat(Ops.BIND, name='x')", render_bind),
+  R("UPat(Ops.NEG, name='x')", render_neg),
+  R("UPat(Ops.RECIPROCAL, name='x')", render_reciprocal),
+  R("UPat(Ops.MAX, name='x')", render_max),
+  R("UPat(Ops.MULACC, name='x')", render_mulacc),
+  R("UPat(Ops.WHERE, name='x')", render_where),
+  R("UPat({Ops.ADD, Ops.SUB, Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR, Ops.MUL, Ops.CMPLT, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR}, name='x')", render_binary_op),
+  R("UPat((Ops.INDEX, Ops.BUFFERIZE), name='x')", render_index),
+  R("UPat(Ops.VECTORIZE, name='x')", render_vectorize),
+  R("UPat(GroupOp.All, name='x')", render_any),
 };
 
 /* renderer_infer: MOD and IDIV as calls of cmod/cdiv (C semantics) so sym_infer evaluates like the device */
-static UOp *render_cmod(Captures *m, PyObject *ctx) {
-  return format2("cmod(%S, %S)", text_of(ctx, m->x->src[0]), text_of(ctx, m->x->src[1]));
+RULE(render_cmod, x) {
+  return format2("cmod(%S, %S)", text_of(ctx, x->src[0]), text_of(ctx, x->src[1]));
 }
-static UOp *render_cdiv(Captures *m, PyObject *ctx) {
-  return format2("cdiv(%S, %S)", text_of(ctx, m->x->src[0]), text_of(ctx, m->x->src[1]));
+RULE(render_cdiv, x) {
+  return format2("cdiv(%S, %S)", text_of(ctx, x->src[0]), text_of(ctx, x->src[1]));
 }
 
 static const RuleDef renderer_infer_defs[] = {
-  {"UPat(Ops.MOD, name='x')", render_cmod},
-  {"UPat(Ops.IDIV, name='x')", render_cdiv},
+  R("UPat(Ops.MOD, name='x')", render_cmod),
+  R("UPat(Ops.IDIV, name='x')", render_cdiv),
 };
 
 /* ================================================================================================
@@ -216,7 +211,7 @@ static const RuleDef renderer_infer_defs[] = {
 
 /* select_dtype: int, or long when the value may not fit an int32; as wide as u */
 static DType *select_dtype(UOp *u) {
-  int overflows = n_truth(pool_keep(PyObject_CallMethod((PyObject *)u, "overflows", "O", (PyObject *)DTYPE(INT32))));
+  int overflows = uop_overflows(u, DTYPE(INT32));
   return overflows < 0 ? NULL : dtype_vec(overflows ? DTYPE(INT64) : DTYPE(INT32), u->dtype->count);
 }
 
@@ -235,41 +230,33 @@ static UOp *index_ptr(UOp *buf, UOp *idx, UOp *valid) {
 static DType *least_upper2(DType *a, DType *b) { DType *ds[2] = {a, b}; return dtype_least_upper(ds, 2); }
 
 /* a binary op of two casts to index runs in a concrete int wide enough for the result and both operands */
-static UOp *lower_binary(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  DType *sel = select_dtype(m->u);
-  DType *ds[3] = {sel, m->x->dtype, m->y->dtype};
+RULE(lower_binary, u, x, y) {
+  DType *sel = select_dtype(u);
+  DType *ds[3] = {sel, x->dtype, y->dtype};
   DType *dt = sel ? dtype_least_upper(ds, 3) : NULL;
-  return dt ? u_cast(u_alu2(m->u->op, u_cast(m->x, dt), u_cast(m->y, dt)), m->u->dtype) : NULL;
+  return dt ? u_cast(u_alu2(u->op, u_cast(x, dt), u_cast(y, dt)), u->dtype) : NULL;
 }
 
 /* an index constant (not Invalid) becomes a concrete int constant cast back to index */
-static UOp *lower_const(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *u = m->u;
+RULE(lower_const, u) {
   int valid = PyObject_RichCompareBool(u->arg, Invalid, Py_NE);
   if (valid <= 0) return NULL;
   return u_cast(replace_dtype_src(u, select_dtype(u), u->src, u->nsrc), u->dtype);
 }
 
 /* an index where of two casts selects in their common concrete int */
-static UOp *lower_where(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  DType *dt = least_upper2(m->x->dtype, m->y->dtype);
-  return dt ? u_cast(u_where(m->cond, u_cast(m->x, dt), u_cast(m->y, dt)), DTYPE(INDEX)) : NULL;
+RULE(lower_where, x, y, cond) {
+  DType *dt = least_upper2(x->dtype, y->dtype);
+  return dt ? u_cast(u_where(cond, u_cast(x, dt), u_cast(y, dt)), DTYPE(INDEX)) : NULL;
 }
 
 /* a range over a cast end runs in the end's dtype */
-static UOp *lower_range(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *end = m->slot[SLOT_end];
-  return u_cast(replace_dtype_src(m->r, end->dtype, &end, 1), DTYPE(INDEX));
+RULE_MAYBE(lower_range, (r), end) {
+  return u_cast(replace_dtype_src(r, end->dtype, &end, 1), DTYPE(INDEX));
 }
 
 /* a vector of casts to index becomes a vector of concrete ints */
-static UOp *lower_vectorize(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *v = m->v;
+RULE(lower_vectorize, v) {
   DType *dt = select_dtype(v);
   if (!dt) return NULL;
   UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)(v->nsrc ? v->nsrc : 1));
@@ -281,36 +268,30 @@ static UOp *lower_vectorize(Captures *m, PyObject *ctx) {
 }
 
 /* a special is an int32 */
-static UOp *lower_special(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_cast(replace_dtype_src(m->u, DTYPE(INT32), &m->var, 1), DTYPE(INDEX));
+RULE(lower_special, u, var) {
+  return u_cast(replace_dtype_src(u, DTYPE(INT32), &var, 1), DTYPE(INDEX));
 }
 
 /* an index variable is an int32 */
-static UOp *lower_define_var(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_cast(replace_dtype_src(m->u, DTYPE(INT32), m->u->src, m->u->nsrc), DTYPE(INDEX));
+RULE(lower_define_var, u) {
+  return u_cast(replace_dtype_src(u, DTYPE(INT32), u->src, u->nsrc), DTYPE(INDEX));
 }
 
 /* a bind of casts binds the concrete variable to the concrete value */
-static UOp *lower_bind(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_cast((UOp *)pool_keep(PyObject_CallMethod((PyObject *)m->var, "bind", "O", (PyObject *)m->val)), DTYPE(INDEX));
+RULE(lower_bind, var, val) {
+  return u_cast(KEEP(uop_bind(var, (PyObject *)val)), DTYPE(INDEX));
 }
 
 /* an index gated by where(cond, idx, Invalid) becomes an INDEX with the gate as its own source */
-static UOp *lower_invalid_gate(Captures *m, PyObject *ctx) { UNUSED(ctx); return index_ptr(m->buf, m->idx, m->cond); }
+RULE(lower_invalid_gate, buf, idx, cond) { return index_ptr(buf, idx, cond); }
 /* an INDEX by a cast int uses the int */
-static UOp *index_drop_cast(Captures *m, PyObject *ctx) { UNUSED(ctx); return index_ptr(m->buf, m->idx, NULL); }
-static UOp *index_drop_cast_valid(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return index_ptr(m->buf, m->idx, m->slot[SLOT_valid]);
+RULE(index_drop_cast, buf, idx) { return index_ptr(buf, idx, NULL); }
+RULE(index_drop_cast_valid, valid, buf, idx) {
+  return index_ptr(buf, idx, valid);
 }
 
 /* SINK/NOOP/END sources that are casts to index become what was cast */
-static UOp *drop_hanging_casts(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *n = m->n;
+RULE(drop_hanging_casts, n) {
   UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)(n->nsrc ? n->nsrc : 1));
   if (!src) return (UOp *)PyErr_NoMemory();
   for (int i = 0; i < n->nsrc; i++) {
@@ -323,19 +304,18 @@ static UOp *drop_hanging_casts(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_lower_index_dtype_defs[] = {
-  {"UPat(GroupOp.Binary, name='u', src=(UPat.var('x').cast(dtypes.index), UPat.var('y').cast(dtypes.index)))", lower_binary},
-  {"UPat((Ops.CONST, Ops.VCONST), dtype=dtypes.index, name='u')", lower_const},
-  {"UPat(Ops.WHERE, dtypes.index, src=(UPat.var('cond'), UPat.var('x').cast(dtypes.index), UPat.var('y').cast(dtypes.index)))",
-   lower_where},
-  {"UPat(Ops.RANGE, src=(UPat.var('end').cast(dtypes.index)), name='r')", lower_range},
-  {"UPat(Ops.VECTORIZE, src=UPat().cast(dtypes.index), name='v')", lower_vectorize},
-  {"UPat(Ops.SPECIAL, src=(UPat.var('var').cast(dtypes.index),), name='u')", lower_special},
-  {"UPat(Ops.DEFINE_VAR, dtype=dtypes.index, name='u')", lower_define_var},
-  {"UPat(Ops.BIND, src=(UPat.var('var').cast(dtypes.index), UPat.cvar('val').cast(dtypes.index)))", lower_bind},
-  {"UPat.var('buf').index(UPat.var('cond').where(UPat.var('idx'), UPat(Ops.CONST, arg=Invalid)))", lower_invalid_gate},
-  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('idx', dtypes.ints).cast()))", index_drop_cast},
-  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('idx', dtypes.ints).cast(), UPat.var('valid')))", index_drop_cast_valid},
-  {"UPat((Ops.SINK, Ops.NOOP, Ops.END), name='n')", drop_hanging_casts},
+  R("UPat(GroupOp.Binary, name='u', src=(UPat.var('x').cast(dtypes.index), UPat.var('y').cast(dtypes.index)))", lower_binary),
+  R("UPat((Ops.CONST, Ops.VCONST), dtype=dtypes.index, name='u')", lower_const),
+  R("UPat(Ops.WHERE, dtypes.index, src=(UPat.var('cond'), UPat.var('x').cast(dtypes.index), UPat.var('y').cast(dtypes.index)))", lower_where),
+  R("UPat(Ops.RANGE, src=(UPat.var('end').cast(dtypes.index)), name='r')", lower_range),
+  R("UPat(Ops.VECTORIZE, src=UPat().cast(dtypes.index), name='v')", lower_vectorize),
+  R("UPat(Ops.SPECIAL, src=(UPat.var('var').cast(dtypes.index),), name='u')", lower_special),
+  R("UPat(Ops.DEFINE_VAR, dtype=dtypes.index, name='u')", lower_define_var),
+  R("UPat(Ops.BIND, src=(UPat.var('var').cast(dtypes.index), UPat.cvar('val').cast(dtypes.index)))", lower_bind),
+  R("UPat.var('buf').index(UPat.var('cond').where(UPat.var('idx'), UPat(Ops.CONST, arg=Invalid)))", lower_invalid_gate),
+  R("UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('idx', dtypes.ints).cast()))", index_drop_cast),
+  R("UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('idx', dtypes.ints).cast(), UPat.var('valid')))", index_drop_cast_valid),
+  R("UPat((Ops.SINK, Ops.NOOP, Ops.END), name='n')", drop_hanging_casts),
 };
 
 /* _index_to_concrete_int(u): u with its index arithmetic lowered to concrete ints */
@@ -355,25 +335,23 @@ static PyObject *py_index_to_concrete_int(PyObject *mod, PyObject *u) {
  * ================================================================================================ */
 
 /* every node with a tag loses it */
-static UOp *remove_tag(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(remove_tag, x) {
   return uop_tag(x) == Py_None ? NULL : KEEP(uop_new(x->op, x->dtype, x->src, x->nsrc, x->arg, NULL));
 }
 
 static const RuleDef remove_all_tags_defs[] = {
-  {"UPat(GroupOp.All, name='x')", remove_tag},
+  R("UPat(GroupOp.All, name='x')", remove_tag),
 };
 
 /* do_unbind: a BIND becomes its variable; ctx (a dict) records variable -> value */
-static UOp *do_unbind(Captures *m, PyObject *ctx) {
-  PyObject *pair = pool_keep(PyObject_CallMethod((PyObject *)m->x, "unbind", NULL));
+RULE(do_unbind, x) {
+  PyObject *pair = pool_keep(uop_unbind(x));
   if (!pair || PyObject_SetItem(ctx, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0) return NULL;
   return (UOp *)PyTuple_GET_ITEM(pair, 0);
 }
 
 static const RuleDef pm_unbind_defs[] = {
-  {"UPat(Ops.BIND, name='x')", do_unbind},
+  R("UPat(Ops.BIND, name='x')", do_unbind),
 };
 
 /* UOp.unbind_all(): (the graph with every BIND replaced by its variable, {variable: value}) */
@@ -397,9 +375,7 @@ static PyMethodDef renderer_functions[] = {
 };
 
 int tinyc_init_renderer(PyObject *m) {
-  SLOT_end = capture_slot("end");
-  SLOT_valid = capture_slot("valid");
-  if (SLOT_end < 0 || SLOT_valid < 0 || PyModule_AddFunctions(m, renderer_functions) < 0) return -1;
+  if (PyModule_AddFunctions(m, renderer_functions) < 0) return -1;
   if (native_register("renderer", pm_from_defs(renderer_defs, N(renderer_defs))) < 0) return -1;
   PatternMatcher *infer = pm_from_defs(renderer_infer_defs, N(renderer_infer_defs));
   PatternMatcher *both = infer ? pm_concat(infer, native_get("renderer")) : NULL;

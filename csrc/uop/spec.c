@@ -14,7 +14,6 @@
 #define SPEC_TRUE ((UOp *)Py_True)
 #define SPEC_FALSE ((UOp *)Py_False)
 
-static int SLOT_mv, SLOT_copy, SLOT_red, SLOT_multi, SLOT_buf_view;
 static PyObject *reduce_axis_ops;   /* {Ops.ADD, Ops.MUL, Ops.MAX} */
 static PyObject *axistype_class;    /* AxisType (borrowed) */
 static bool ignore_oob;
@@ -96,8 +95,8 @@ static int axes_multiply_to(PyObject *arg, int count) {
 
 /* ---- answers shared by many rules ---- */
 
-static UOp *accept(Captures *m, PyObject *ctx) { UNUSED(m); UNUSED(ctx); return SPEC_TRUE; }
-static UOp *reject(Captures *m, PyObject *ctx) { UNUSED(m); UNUSED(ctx); return SPEC_FALSE; }
+RULE(accept) { return SPEC_TRUE; }
+RULE(reject) { return SPEC_FALSE; }
 
 /* ---- validate_index ---- */
 
@@ -136,95 +135,90 @@ static int validate_index(UOp *buf, UOp *idx, UOp *gate) {
   return -1;
 }
 
-static UOp *index_in_bounds(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(validate_index(m->buf, m->idx, NULL)); }
-static UOp *gated_index_in_bounds(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(validate_index(m->buf, m->idx, m->gate)); }
+RULE(index_in_bounds, buf, idx) { return verdict(validate_index(buf, idx, NULL)); }
+RULE(gated_index_in_bounds, buf, idx, gate) { return verdict(validate_index(buf, idx, gate)); }
 
 /* ---- shared_spec: nodes allowed anywhere ---- */
 
 /* a CONST's value has the Python type its dtype makes */
-static UOp *const_value_typed(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(const_has_dtype_type(m->x->arg, m->x->dtype)); }
+RULE(const_value_typed, x) { return verdict(const_has_dtype_type(x->arg, x->dtype)); }
 
 /* a DEFINE_VAR's bounds are ints */
-static UOp *define_var_int_bounds(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int r = item_is_int(m->x->arg, 1);
-  return verdict(r > 0 ? item_is_int(m->x->arg, 2) : r);
+RULE(define_var_int_bounds, x) {
+  int r = item_is_int(x->arg, 1);
+  return verdict(r > 0 ? item_is_int(x->arg, 2) : r);
 }
 
 /* WHERE picks between two values of its own dtype */
-static UOp *where_dtypes(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->w->dtype == m->x->dtype && m->x->dtype == m->y->dtype); }
+RULE(where_dtypes, w, x, y) { return verdict(w->dtype == x->dtype && x->dtype == y->dtype); }
 
 /* a comparison compares operands of one base dtype */
-static UOp *compare_dtypes(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(dtype_base(m->x->dtype) == dtype_base(m->y->dtype)); }
+RULE(compare_dtypes, x, y) { return verdict(dtype_base(x->dtype) == dtype_base(y->dtype)); }
 
 /* a shift keeps its operand's dtype; the distance is that dtype or uint */
-static UOp *shift_dtypes(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return verdict(m->a->dtype == m->x->dtype && (m->y->dtype == m->x->dtype || m->y->dtype == DTYPE(UINT32)));
+RULE(shift_dtypes, a, x, y) {
+  return verdict(a->dtype == x->dtype && (y->dtype == x->dtype || y->dtype == DTYPE(UINT32)));
 }
 
 /* integer division and modulo only on ints (others fall to the ALU rule) */
-static UOp *int_division(Captures *m, PyObject *ctx) { UNUSED(ctx); return dtype_is_int(m->x->dtype) ? NULL : SPEC_FALSE; }
+RULE(int_division, x) { return dtype_is_int(x->dtype) ? NULL : SPEC_FALSE; }
 
 /* an ALU's sources share its base dtype */
-static UOp *alu_dtypes(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  for (int i = 0; i < m->x->nsrc; i++) if (dtype_base(m->x->dtype) != dtype_base(m->x->src[i]->dtype)) return SPEC_FALSE;
+RULE(alu_dtypes, x) {
+  for (int i = 0; i < x->nsrc; i++) if (dtype_base(x->dtype) != dtype_base(x->src[i]->dtype)) return SPEC_FALSE;
   return SPEC_TRUE;
 }
 
 /* CAST/BITCAST carry no arg */
-static UOp *cast_without_arg(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->x->arg == Py_None); }
+RULE(cast_without_arg, x) { return verdict(x->arg == Py_None); }
 
 /* a RANGE has its bound's dtype and an arg (ints..., AxisType) */
-static UOp *range_arg(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *arg = m->rng->arg;
-  if (m->rng->dtype != m->x->dtype || !is_tuple_of_len(arg, 2, true)) return SPEC_FALSE;
+RULE(range_arg, rng, x) {
+  PyObject *arg = rng->arg;
+  if (rng->dtype != x->dtype || !is_tuple_of_len(arg, 2, true)) return SPEC_FALSE;
   Py_ssize_t n = PyTuple_GET_SIZE(arg);
   for (Py_ssize_t i = 0; i < n - 1; i++) if (!PyLong_Check(PyTuple_GET_ITEM(arg, i))) return SPEC_FALSE;
   return verdict(PyObject_IsInstance(PyTuple_GET_ITEM(arg, n - 1), axistype_class));
 }
 
 /* an INDEX's indices are index-typed; otherwise no opinion */
-static UOp *index_srcs(Captures *m, PyObject *ctx) { UNUSED(ctx); return srcs_are_index_from(m->x, 1) ? SPEC_TRUE : NULL; }
+RULE(index_srcs, x) { return srcs_are_index_from(x, 1) ? SPEC_TRUE : NULL; }
 
 static const RuleDef shared_spec_defs[] = {
-  {"UPat(Ops.SINK, dtypes.void)", accept},
-  {"UPat(Ops.CONST, src=(), name='x')", const_value_typed},
-  {"UPat(Ops.DEFINE_VAR, name='x')", define_var_int_bounds},
-  {"UPat(Ops.WHERE, name='w', src=(UPat(dtype=dtypes.bool), UPat.var('x'), UPat.var('y')))", where_dtypes},
-  {"UPat((Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ), dtype=dtypes.bool, src=(UPat.var('x'), UPat.var('y')))", compare_dtypes},
-  {"UPat((Ops.SHL, Ops.SHR), src=(UPat.var('x'), UPat.var('y')), name='a')", shift_dtypes},
-  {"UPat((Ops.IDIV, Ops.MOD), name='x')", int_division},
-  {"UPat(GroupOp.ALU, name='x')", alu_dtypes},
-  {"UPat((Ops.BITCAST, Ops.CAST), src=(UPat(),), name='x')", cast_without_arg},
-  {"UPat(Ops.RANGE, src=(UPat.var('x'),), allow_any_len=True, name='rng')", range_arg},
-  {"UPat(Ops.INDEX, src=(UPat(),), allow_any_len=True, name='x')", index_srcs},
-  {"UPat(Ops.END, src=(UPat(), UPat(Ops.RANGE)))", accept},
+  R("UPat(Ops.SINK, dtypes.void)", accept),
+  R("UPat(Ops.CONST, src=(), name='x')", const_value_typed),
+  R("UPat(Ops.DEFINE_VAR, name='x')", define_var_int_bounds),
+  R("UPat(Ops.WHERE, name='w', src=(UPat(dtype=dtypes.bool), UPat.var('x'), UPat.var('y')))", where_dtypes),
+  R("UPat((Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ), dtype=dtypes.bool, src=(UPat.var('x'), UPat.var('y')))", compare_dtypes),
+  R("UPat((Ops.SHL, Ops.SHR), src=(UPat.var('x'), UPat.var('y')), name='a')", shift_dtypes),
+  R("UPat((Ops.IDIV, Ops.MOD), name='x')", int_division),
+  R("UPat(GroupOp.ALU, name='x')", alu_dtypes),
+  R("UPat((Ops.BITCAST, Ops.CAST), src=(UPat(),), name='x')", cast_without_arg),
+  R("UPat(Ops.RANGE, src=(UPat.var('x'),), allow_any_len=True, name='rng')", range_arg),
+  R("UPat(Ops.INDEX, src=(UPat(),), allow_any_len=True, name='x')", index_srcs),
+  R("UPat(Ops.END, src=(UPat(), UPat(Ops.RANGE)))", accept),
 };
 
 /* ---- movement_ops: the tensor graph's movement ops and their inputs ---- */
 
 /* PERMUTE/FLIP take a tuple arg */
-static UOp *movement_tuple_arg(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(PyTuple_Check(m->slot[SLOT_mv]->arg)); }
+RULE(movement_tuple_arg, mv) { return verdict(PyTuple_Check(mv->arg)); }
 
 static const RuleDef movement_ops_defs[] = {
-  {"UPat((Ops.RESHAPE, Ops.EXPAND), name='mv', src=(UPat.var('x'), UPat(dtype=dtypes.index)))", accept},
-  {"UPat((Ops.PAD, Ops.SHRINK), name='mv', src=(UPat.var('x'), UPat(dtype=dtypes.index), UPat(dtype=dtypes.index)))", accept},
-  {"UPat((Ops.PERMUTE, Ops.FLIP), name='mv', src=(UPat.var('x'),))", movement_tuple_arg},
-  {"UPat((Ops.VECTORIZE, Ops.VCONST), dtype=dtypes.index)", accept},
-  {"UPat({Ops.ADD, Ops.MUL, Ops.IDIV}, dtype=dtypes.index)", accept},
-  {"UPat(Ops.AFTER, src=(UPat(GroupOp.Movement.union({Ops.MULTI, Ops.CONTIGUOUS})),), allow_any_len=True)", accept},
-  {"UPat(Ops.CUSTOM_KERNEL)", accept},
+  R("UPat((Ops.RESHAPE, Ops.EXPAND), name='mv', src=(UPat.var('x'), UPat(dtype=dtypes.index)))", accept),
+  R("UPat((Ops.PAD, Ops.SHRINK), name='mv', src=(UPat.var('x'), UPat(dtype=dtypes.index), UPat(dtype=dtypes.index)))", accept),
+  R("UPat((Ops.PERMUTE, Ops.FLIP), name='mv', src=(UPat.var('x'),))", movement_tuple_arg),
+  R("UPat((Ops.VECTORIZE, Ops.VCONST), dtype=dtypes.index)", accept),
+  R("UPat({Ops.ADD, Ops.MUL, Ops.IDIV}, dtype=dtypes.index)", accept),
+  R("UPat(Ops.AFTER, src=(UPat(GroupOp.Movement.union({Ops.MULTI, Ops.CONTIGUOUS})),), allow_any_len=True)", accept),
+  R("UPat(Ops.CUSTOM_KERNEL)", accept),
 };
 
 /* ---- _tensor_spec: the tensor graph ---- */
 
 /* a DEVICE names one device or a tuple of them */
-static UOp *device_names(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *arg = m->d->arg;
+RULE(device_names, d) {
+  PyObject *arg = d->arg;
   if (PyUnicode_Check(arg)) return SPEC_TRUE;
   if (!PyTuple_Check(arg)) return SPEC_FALSE;
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arg); i++) if (!PyUnicode_Check(PyTuple_GET_ITEM(arg, i))) return SPEC_FALSE;
@@ -232,12 +226,11 @@ static UOp *device_names(Captures *m, PyObject *ctx) {
 }
 
 /* a BUFFER's arg is its size (its dtype is always a DType here: tinyc has no ImageDType) */
-static UOp *buffer_size_arg(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(PyLong_Check(m->buf->arg) && DType_Check(m->buf->dtype)); }
+RULE(buffer_size_arg, buf) { return verdict(PyLong_Check(buf->arg) && DType_Check(buf->dtype)); }
 
 /* a BUFFER_VIEW's arg is (size, offset), ints or UOps */
-static UOp *buffer_view_arg(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *arg = m->slot[SLOT_buf_view]->arg;
+RULE(buffer_view_arg, buf_view) {
+  PyObject *arg = buf_view->arg;
   if (!is_tuple_of_len(arg, 2, false)) return SPEC_FALSE;
   for (int i = 0; i < 2; i++) {
     PyObject *v = PyTuple_GET_ITEM(arg, i);
@@ -247,23 +240,21 @@ static UOp *buffer_view_arg(Captures *m, PyObject *ctx) {
 }
 
 /* ASSIGN(target, value, *earlier assigns) */
-static UOp *assign_srcs(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (m->x->nsrc < 2) return SPEC_FALSE;
-  for (int i = 2; i < m->x->nsrc; i++) if (m->x->src[i]->op != OP_ASSIGN) return SPEC_FALSE;
+RULE(assign_srcs, x) {
+  if (x->nsrc < 2) return SPEC_FALSE;
+  for (int i = 2; i < x->nsrc; i++) if (x->src[i]->op != OP_ASSIGN) return SPEC_FALSE;
   return SPEC_TRUE;
 }
 
 /* MSELECT picks one device of a multi-device source */
-static UOp *mselect_in_range(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *s = src_at(m->x, 0);
+RULE(mselect_in_range, x) {
+  UOp *s = src_at(x, 0);
   PyObject *dev = s ? device_of(s) : NULL;
   if (!dev) return NULL;
   int r = 0;
   if (PyTuple_Check(dev)) {
     PyObject *n = PyLong_FromSsize_t(PyTuple_GET_SIZE(dev));
-    r = n ? PyObject_RichCompareBool(m->x->arg, n, Py_LT) : -1;
+    r = n ? PyObject_RichCompareBool(x->arg, n, Py_LT) : -1;
     Py_XDECREF(n);
   }
   Py_DECREF(dev);
@@ -271,10 +262,9 @@ static UOp *mselect_in_range(Captures *m, PyObject *ctx) {
 }
 
 /* MSTACK stacks single-device sources */
-static UOp *mstack_single_devices(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  for (int i = 0; i < m->x->nsrc; i++) {
-    PyObject *dev = device_of(m->x->src[i]);
+RULE(mstack_single_devices, x) {
+  for (int i = 0; i < x->nsrc; i++) {
+    PyObject *dev = device_of(x->src[i]);
     if (!dev) return NULL;
     bool ok = PyUnicode_Check(dev);
     Py_DECREF(dev);
@@ -284,100 +274,92 @@ static UOp *mstack_single_devices(Captures *m, PyObject *ctx) {
 }
 
 /* DETACH/CONTIGUOUS/CONTIGUOUS_BACKWARD keep their source's dtype */
-static UOp *same_dtype_as_src(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->root->dtype == m->x->dtype); }
+RULE(same_dtype_as_src, root, x) { return verdict(root->dtype == x->dtype); }
 
 /* CONTIGUOUS keeps its dtype; the extra sources are RANGEs */
-static UOp *contiguous_ranges(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (m->root->dtype != m->x->dtype) return SPEC_FALSE;
-  for (int i = 1; i < m->root->nsrc; i++) if (m->root->src[i]->op != OP_RANGE) return SPEC_FALSE;
+RULE(contiguous_ranges, root, x) {
+  if (root->dtype != x->dtype) return SPEC_FALSE;
+  for (int i = 1; i < root->nsrc; i++) if (root->src[i]->op != OP_RANGE) return SPEC_FALSE;
   return SPEC_TRUE;
 }
 
 /* COPY keeps its source's dtype */
-static UOp *copy_dtype(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->slot[SLOT_copy]->dtype == m->x->dtype); }
+RULE(copy_dtype, copy, x) { return verdict(copy->dtype == x->dtype); }
 
 /* ALLREDUCE keeps its dtype and names its reduce op */
-static UOp *allreduce_arg(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *red = m->slot[SLOT_red];
-  return verdict(red->dtype != m->x->dtype ? 0 : PyObject_IsInstance(red->arg, Ops_Type));
+RULE(allreduce_arg, red, x) {
+  return verdict(red->dtype != x->dtype ? 0 : PyObject_IsInstance(red->arg, Ops_Type));
 }
 
 /* MULTI: sources of its dtype, an int axis arg */
-static UOp *multi_arg(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *multi = m->slot[SLOT_multi];
+RULE(multi_arg, multi) {
   return verdict(srcs_have_dtype(multi, multi->dtype) && PyLong_Check(multi->arg));
 }
 
 /* ENCDEC has a state and an input buffer at least */
-static UOp *encdec_srcs(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->x->nsrc >= 2); }
+RULE(encdec_srcs, x) { return verdict(x->nsrc >= 2); }
 
 /* REDUCE_AXIS arg: (ADD|MUL|MAX, axes, ...) */
-static UOp *reduce_axis_arg(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *arg = m->x->arg;
+RULE(reduce_axis_arg, x) {
+  PyObject *arg = x->arg;
   if (!is_tuple_of_len(arg, 2, true)) return SPEC_FALSE;
   return verdict(PySet_Contains(reduce_axis_ops, PyTuple_GET_ITEM(arg, 0)));
 }
 
 /* REDUCE's sources after the first are its (index) ranges */
-static UOp *reduce_ranges(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(srcs_are_index_from(m->x, 1)); }
+RULE(reduce_ranges, x) { return verdict(srcs_are_index_from(x, 1)); }
 
 static const RuleDef tensor_spec_only_defs[] = {
-  {"UPat(Ops.UNIQUE, dtypes.void, ())", accept},
-  {"UPat(Ops.LUNIQUE, dtypes.void, ())", accept},
-  {"UPat(Ops.DEVICE, dtypes.void, (), name='d')", device_names},
-  {"UPat(Ops.BUFFER, src=(UPat((Ops.LUNIQUE, Ops.UNIQUE)), UPat(Ops.DEVICE)), allow_any_len=True, name='buf')", buffer_size_arg},
-  {"UPat(Ops.BUFFER_VIEW, src=(UPat(Ops.BUFFER),), name='buf_view')", buffer_view_arg},
-  {"UPat(Ops.BUFFER_VIEW, src=(UPat(Ops.MSTACK, src=UPat(Ops.BUFFER)),))", accept},
-  {"UPat(Ops.KERNEL, src=UPat((Ops.BUFFER, Ops.BUFFER_VIEW, Ops.AFTER, Ops.MSELECT, Ops.MSTACK, Ops.BIND, Ops.CONTIGUOUS)))", accept},
-  {"UPat(Ops.ASSIGN, name='x')", assign_srcs},
-  {"UPat(Ops.MSELECT, name='x')", mselect_in_range},
-  {"UPat(Ops.MSTACK, name='x')", mstack_single_devices},
-  {"UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(Ops.DEFINE_VAR), UPat.cvar(dtype=(dtypes.int, dtypes.index))), arg=None)", accept},
-  {"UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(Ops.DEFINE_VAR),), arg=None)", accept},
-  {"UPat(Ops.CONST, src=(UPat(Ops.DEVICE),))", accept},
-  {"UPat(Ops.CONST, src=(UPat(Ops.DEVICE), UPat((Ops.LUNIQUE, Ops.UNIQUE))))", accept},
-  {"UPat((Ops.DETACH, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD), name='root', src=(UPat.var('x'),), arg=None)", same_dtype_as_src},
-  {"UPat(Ops.CONTIGUOUS, name='root', src=(UPat.var('x'),), allow_any_len=True, arg=None)", contiguous_ranges},
-  {"UPat(Ops.COPY, name='copy', src=(UPat.var('x'), UPat(Ops.DEVICE)), arg=None)", copy_dtype},
-  {"UPat(Ops.ALLREDUCE, name='red', src=(UPat.var('x'), UPat(Ops.DEVICE)))", allreduce_arg},
-  {"UPat(Ops.MULTI, name='multi')", multi_arg},
-  {"UPat(Ops.ENCDEC, name='x')", encdec_srcs},
-  {"UPat(Ops.REDUCE_AXIS, name='x')", reduce_axis_arg},
-  {"UPat(Ops.REDUCE, src=(UPat(),), allow_any_len=True, name='x')", reduce_ranges},
-  {"UPat(Ops.AFTER, src=(UPat((Ops.BUFFER, Ops.AFTER)),), allow_any_len=True)", accept},
-  {"UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(Ops.DEFINE_VAR), UPat(Ops.RANGE)), arg=None)", accept},
-  {"UPat(Ops.STORE, src=(UPat(), UPat()))", accept},
+  R("UPat(Ops.UNIQUE, dtypes.void, ())", accept),
+  R("UPat(Ops.LUNIQUE, dtypes.void, ())", accept),
+  R("UPat(Ops.DEVICE, dtypes.void, (), name='d')", device_names),
+  R("UPat(Ops.BUFFER, src=(UPat((Ops.LUNIQUE, Ops.UNIQUE)), UPat(Ops.DEVICE)), allow_any_len=True, name='buf')", buffer_size_arg),
+  R("UPat(Ops.BUFFER_VIEW, src=(UPat(Ops.BUFFER),), name='buf_view')", buffer_view_arg),
+  R("UPat(Ops.BUFFER_VIEW, src=(UPat(Ops.MSTACK, src=UPat(Ops.BUFFER)),))", accept),
+  R("UPat(Ops.KERNEL, src=UPat((Ops.BUFFER, Ops.BUFFER_VIEW, Ops.AFTER, Ops.MSELECT, Ops.MSTACK, Ops.BIND, Ops.CONTIGUOUS)))", accept),
+  R("UPat(Ops.ASSIGN, name='x')", assign_srcs),
+  R("UPat(Ops.MSELECT, name='x')", mselect_in_range),
+  R("UPat(Ops.MSTACK, name='x')", mstack_single_devices),
+  R("UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(Ops.DEFINE_VAR), UPat.cvar(dtype=(dtypes.int, dtypes.index))), arg=None)", accept),
+  R("UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(Ops.DEFINE_VAR),), arg=None)", accept),
+  R("UPat(Ops.CONST, src=(UPat(Ops.DEVICE),))", accept),
+  R("UPat(Ops.CONST, src=(UPat(Ops.DEVICE), UPat((Ops.LUNIQUE, Ops.UNIQUE))))", accept),
+  R("UPat((Ops.DETACH, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD), name='root', src=(UPat.var('x'),), arg=None)", same_dtype_as_src),
+  R("UPat(Ops.CONTIGUOUS, name='root', src=(UPat.var('x'),), allow_any_len=True, arg=None)", contiguous_ranges),
+  R("UPat(Ops.COPY, name='copy', src=(UPat.var('x'), UPat(Ops.DEVICE)), arg=None)", copy_dtype),
+  R("UPat(Ops.ALLREDUCE, name='red', src=(UPat.var('x'), UPat(Ops.DEVICE)))", allreduce_arg),
+  R("UPat(Ops.MULTI, name='multi')", multi_arg),
+  R("UPat(Ops.ENCDEC, name='x')", encdec_srcs),
+  R("UPat(Ops.REDUCE_AXIS, name='x')", reduce_axis_arg),
+  R("UPat(Ops.REDUCE, src=(UPat(),), allow_any_len=True, name='x')", reduce_ranges),
+  R("UPat(Ops.AFTER, src=(UPat((Ops.BUFFER, Ops.AFTER)),), allow_any_len=True)", accept),
+  R("UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(Ops.DEFINE_VAR), UPat(Ops.RANGE)), arg=None)", accept),
+  R("UPat(Ops.STORE, src=(UPat(), UPat()))", accept),
 };
 
 /* ---- tensor_spec: _tensor_spec, and no tags ---- */
 
 /* a tagged node is not allowed in the tensor graph */
-static UOp *untagged(Captures *m, PyObject *ctx) { UNUSED(ctx); return uop_tag(m->x) == Py_None ? NULL : SPEC_FALSE; }
+RULE(untagged, x) { return uop_tag(x) == Py_None ? NULL : SPEC_FALSE; }
 
 static const RuleDef tensor_spec_defs[] = {
-  {"UPat(GroupOp.All, name='x')", untagged},
+  R("UPat(GroupOp.All, name='x')", untagged),
 };
 
 /* ---- shared_codegen_spec: kernels and programs ---- */
 
 /* DEFINE_GLOBAL/DEFINE_LOCAL are pointers into their address space */
-static UOp *global_pointer(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->x->dtype->is_ptr && m->x->dtype->addrspace == ADDRSPACE_GLOBAL); }
-static UOp *local_pointer(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->x->dtype->is_ptr && m->x->dtype->addrspace == ADDRSPACE_LOCAL); }
+RULE(global_pointer, x) { return verdict(x->dtype->is_ptr && x->dtype->addrspace == ADDRSPACE_GLOBAL); }
+RULE(local_pointer, x) { return verdict(x->dtype->is_ptr && x->dtype->addrspace == ADDRSPACE_LOCAL); }
 
 /* DEFINE_REG's arg is its number */
-static UOp *int_arg(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(PyLong_Check(m->x->arg)); }
+RULE(int_arg, x) { return verdict(PyLong_Check(x->arg)); }
 
 /* WMMA's arg is its 8-field description */
-static UOp *wmma_arg(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(is_tuple_of_len(m->x->arg, 8, false)); }
+RULE(wmma_arg, x) { return verdict(is_tuple_of_len(x->arg, 8, false)); }
 
 /* VECTORIZE of n > 1 scalars of one dtype, into that dtype's vec(n) */
-static UOp *vectorize_dtypes(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(vectorize_dtypes, x) {
   if (x->nsrc <= 1 || x->nsrc != dtype_vcount(x->dtype)) return SPEC_FALSE;
   for (int i = 0; i < x->nsrc; i++) {
     DType *v = dtype_vec(x->src[i]->dtype, x->nsrc);
@@ -388,55 +370,53 @@ static UOp *vectorize_dtypes(Captures *m, PyObject *ctx) {
 }
 
 /* GEP of one lane has the scalar dtype */
-static UOp *gep_scalar(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->gep->dtype == dtype_scalar(m->src->dtype)); }
+RULE(gep_scalar, gep, src) { return verdict(gep->dtype == dtype_scalar(src->dtype)); }
 
 /* SPECIAL: an index/int32 bound of its own dtype, a name */
-static UOp *special_arg(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(m->s->dtype == m->x->dtype && PyUnicode_Check(m->s->arg)); }
+RULE(special_arg, s, x) { return verdict(s->dtype == x->dtype && PyUnicode_Check(s->arg)); }
 
 static const RuleDef shared_codegen_spec_defs[] = {
-  {"UPat(Ops.DEFINE_GLOBAL, name='x')", global_pointer},
-  {"UPat(Ops.DEFINE_LOCAL, name='x')", local_pointer},
-  {"UPat(Ops.DEFINE_REG, src=(), name='x')", int_arg},
-  {"UPat(Ops.AFTER, src=(UPat(GroupOp.Defines | {Ops.AFTER}),), allow_any_len=True)", accept},
-  {"UPat(Ops.GROUP, dtypes.void)", accept},
-  {"UPat(Ops.WMMA, src=(UPat(), UPat(), UPat()), name='x')", wmma_arg},
-  {"UPat(Ops.VECTORIZE, name='x')", vectorize_dtypes},
-  {"UPat(Ops.GEP, src=(UPat.var('src'),), name='gep')", gep_scalar},
-  {"UPat().index(UPat()).or_casted().load()", accept},
-  {"UPat(Ops.INDEX).or_casted().store(UPat())", accept},
-  {"UPat((Ops.CUSTOMI, Ops.CUSTOM))", accept},
-  {"UPat(GroupOp.Defines | {Ops.AFTER}, name='buf').index(UPat.var('idx'))", index_in_bounds},
-  {"UPat(Ops.SPECIAL, src=(UPat.var('x', (dtypes.index, dtypes.int32)),), name='s')", special_arg},
-  {"UPat(Ops.BARRIER, dtypes.void)", accept},
+  R("UPat(Ops.DEFINE_GLOBAL, name='x')", global_pointer),
+  R("UPat(Ops.DEFINE_LOCAL, name='x')", local_pointer),
+  R("UPat(Ops.DEFINE_REG, src=(), name='x')", int_arg),
+  R("UPat(Ops.AFTER, src=(UPat(GroupOp.Defines | {Ops.AFTER}),), allow_any_len=True)", accept),
+  R("UPat(Ops.GROUP, dtypes.void)", accept),
+  R("UPat(Ops.WMMA, src=(UPat(), UPat(), UPat()), name='x')", wmma_arg),
+  R("UPat(Ops.VECTORIZE, name='x')", vectorize_dtypes),
+  R("UPat(Ops.GEP, src=(UPat.var('src'),), name='gep')", gep_scalar),
+  R("UPat().index(UPat()).or_casted().load()", accept),
+  R("UPat(Ops.INDEX).or_casted().store(UPat())", accept),
+  R("UPat((Ops.CUSTOMI, Ops.CUSTOM))", accept),
+  R("UPat(GroupOp.Defines | {Ops.AFTER}, name='buf').index(UPat.var('idx'))", index_in_bounds),
+  R("UPat(Ops.SPECIAL, src=(UPat.var('x', (dtypes.index, dtypes.int32)),), name='s')", special_arg),
+  R("UPat(Ops.BARRIER, dtypes.void)", accept),
 };
 
 /* ---- kernel_spec: the AST codegen gets ---- */
 
 /* CONTRACT's dtype holds the product of its axes */
-static UOp *contract_count(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(axes_multiply_to(m->x->arg, m->x->dtype->count)); }
+RULE(contract_count, x) { return verdict(axes_multiply_to(x->arg, x->dtype->count)); }
 
 /* UNROLL's source holds the product of its axes */
-static UOp *unroll_count(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *s = src_at(m->x, 0);
-  return s ? verdict(axes_multiply_to(m->x->arg, s->dtype->count)) : NULL;
+RULE(unroll_count, x) {
+  UOp *s = src_at(x, 0);
+  return s ? verdict(axes_multiply_to(x->arg, s->dtype->count)) : NULL;
 }
 
 static const RuleDef kernel_spec_only_defs[] = {
-  {"UPat(GroupOp.Elementwise | {Ops.CONST, Ops.RANGE, Ops.DEFINE_VAR}, dtype=dtypes.index)", accept},
-  {"UPat(Ops.CONTRACT, name='x')", contract_count},
-  {"UPat(Ops.UNROLL, name='x')", unroll_count},
-  {"UPat(Ops.END, src=(UPat(), UPat()), allow_any_len=True)", accept},
-  {"UPat(Ops.BUFFERIZE, src=(UPat(),), allow_any_len=True, name='x')", accept},
-  {"UPat(Ops.REDUCE, src=(UPat(),), allow_any_len=True, name='x')", reduce_ranges},
+  R("UPat(GroupOp.Elementwise | {Ops.CONST, Ops.RANGE, Ops.DEFINE_VAR}, dtype=dtypes.index)", accept),
+  R("UPat(Ops.CONTRACT, name='x')", contract_count),
+  R("UPat(Ops.UNROLL, name='x')", unroll_count),
+  R("UPat(Ops.END, src=(UPat(), UPat()), allow_any_len=True)", accept),
+  R("UPat(Ops.BUFFERIZE, src=(UPat(),), allow_any_len=True, name='x')", accept),
+  R("UPat(Ops.REDUCE, src=(UPat(),), allow_any_len=True, name='x')", reduce_ranges),
 };
 
 /* ---- program_spec: the linearized program ---- */
 
 /* VCONST: a vector (>1 lanes) of valid values typed as its dtype makes them */
-static UOp *vconst_values(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *arg = m->x->arg, *seq = PySequence_Fast(arg, "VCONST arg is not iterable");
+RULE(vconst_values, x) {
+  PyObject *arg = x->arg, *seq = PySequence_Fast(arg, "VCONST arg is not iterable");
   if (!seq) return NULL;
   bool valid = true;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && valid; i++) valid = PySequence_Fast_GET_ITEM(seq, i) != Invalid;
@@ -444,79 +424,75 @@ static UOp *vconst_values(Captures *m, PyObject *ctx) {
   if (!valid) return SPEC_FALSE;
   Py_ssize_t n = PyObject_Size(arg);
   if (n < 0) return NULL;
-  int vcount = dtype_vcount(m->x->dtype);
+  int vcount = dtype_vcount(x->dtype);
   if (n != vcount || vcount <= 1) return SPEC_FALSE;
-  return verdict(const_has_dtype_type(arg, m->x->dtype));
+  return verdict(const_has_dtype_type(arg, x->dtype));
 }
 
 static const RuleDef program_spec_only_defs[] = {
-  {"UPat(Ops.INDEX, src=(UPat(GroupOp.Defines | {Ops.AFTER}, name='buf'), UPat.var('idx'), UPat.var('gate', dtype=dtypes.bool)))",
-   gated_index_in_bounds},
-  {"UPat().index(UPat(), UPat(dtype=dtypes.bool)).or_casted().load(UPat())", accept},
-  {"UPat(Ops.END, src=(UPat(), UPat(Ops.RANGE)), dtype=dtypes.void)", accept},
-  {"UPat(GroupOp.All, dtype=dtypes.index)", reject},
-  {"UPat(Ops.CONST, arg=Invalid)", reject},
-  {"UPat(Ops.VCONST, name='x')", vconst_values},
-  {"UPat(Ops.IF, dtype=dtypes.void, src=(UPat(dtype=dtypes.bool), UPat((Ops.CAST, Ops.INDEX))))", accept},
-  {"UPat(Ops.ENDIF, dtype=dtypes.void, src=(UPat(Ops.IF),))", accept},
+  R("UPat(Ops.INDEX, src=(UPat(GroupOp.Defines | {Ops.AFTER}, name='buf'), UPat.var('idx'), UPat.var('gate', dtype=dtypes.bool)))", gated_index_in_bounds),
+  R("UPat().index(UPat(), UPat(dtype=dtypes.bool)).or_casted().load(UPat())", accept),
+  R("UPat(Ops.END, src=(UPat(), UPat(Ops.RANGE)), dtype=dtypes.void)", accept),
+  R("UPat(GroupOp.All, dtype=dtypes.index)", reject),
+  R("UPat(Ops.CONST, arg=Invalid)", reject),
+  R("UPat(Ops.VCONST, name='x')", vconst_values),
+  R("UPat(Ops.IF, dtype=dtypes.void, src=(UPat(dtype=dtypes.bool), UPat((Ops.CAST, Ops.INDEX))))", accept),
+  R("UPat(Ops.ENDIF, dtype=dtypes.void, src=(UPat(Ops.IF),))", accept),
 };
 
 /* ---- full_spec: every node ever made ---- */
 
 /* GEP of many lanes: its width is the number of lanes picked (void GEPs pass) */
-static UOp *gep_lanes(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (m->gep->dtype == DTYPE(VOID)) return SPEC_TRUE;
-  Py_ssize_t n = PyObject_Size(m->gep->arg);
-  return n < 0 ? NULL : verdict(dtype_vcount(m->gep->dtype) == n);
+RULE(gep_lanes, gep) {
+  if (gep->dtype == DTYPE(VOID)) return SPEC_TRUE;
+  Py_ssize_t n = PyObject_Size(gep->arg);
+  return n < 0 ? NULL : verdict(dtype_vcount(gep->dtype) == n);
 }
 
 /* PTRCAT/CAT: the width is the sum of the sources' widths (pointee count for PTRCAT) */
-static UOp *ptrcat_width(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
+RULE(ptrcat_width, x) {
   long total = 0;
-  for (int i = 0; i < m->x->nsrc; i++) total += dtype_base(m->x->src[i]->dtype)->count;
-  return verdict(dtype_vcount(m->x->dtype) == total);
+  for (int i = 0; i < x->nsrc; i++) total += dtype_base(x->src[i]->dtype)->count;
+  return verdict(dtype_vcount(x->dtype) == total);
 }
-static UOp *cat_width(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
+RULE(cat_width, x) {
   long total = 0;
-  for (int i = 0; i < m->x->nsrc; i++) total += dtype_vcount(m->x->src[i]->dtype);
-  return verdict(dtype_vcount(m->x->dtype) == total);
+  for (int i = 0; i < x->nsrc; i++) total += dtype_vcount(x->src[i]->dtype);
+  return verdict(dtype_vcount(x->dtype) == total);
 }
 
 /* Invalid is an index value */
-static UOp *invalid_is_index(Captures *m, PyObject *ctx) { UNUSED(ctx); return verdict(dtype_scalar(m->x->dtype) == DTYPE(INDEX)); }
+RULE(invalid_is_index, x) { return verdict(dtype_scalar(x->dtype) == DTYPE(INDEX)); }
 
 static const RuleDef full_spec_only_defs[] = {
-  {"UPat(Ops.NOOP)", accept},
-  {"UPat(Ops.REWRITE_ERROR)", accept},
-  {"UPat(Ops.BUFFER_VIEW, src=(UPat((Ops.INDEX, Ops.LOAD)),))", accept},
-  {"UPat(Ops.ASSIGN, src=(UPat(), UPat(), UPat()))", accept},
-  {"UPat((Ops.UNROLL, Ops.CONTRACT), src=(UPat(),))", accept},
-  {"UPat(Ops.GEP, name='gep')", gep_lanes},
-  {"UPat(Ops.PTRCAT, name='x')", ptrcat_width},
-  {"UPat(Ops.CAT, name='x')", cat_width},
-  {"UPat(Ops.INDEX, src=(UPat((Ops.VECTORIZE, Ops.CAST)), UPat()))", accept},
-  {"UPat(Ops.KERNEL, dtype=dtypes.void)", accept},
-  {"UPat(Ops.CONST, arg=Invalid, name='x')", invalid_is_index},
-  {"UPat(Ops.WHERE, dtype=dtypes.index, src=(UPat(dtype=dtypes.bool), UPat(), UPat(dtype=dtypes.index)))", accept},
-  {"UPat((Ops.ADD, Ops.MUL, Ops.MOD, Ops.IDIV, Ops.MAX, Ops.SPECIAL, Ops.CAST, Ops.RANGE, Ops.VCONST, Ops.VECTORIZE), "
-   "dtype=dtypes.index)", accept},
-  {"UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(), UPat()), arg=None)", accept},
-  {"UPat((Ops.MSELECT, Ops.MSTACK), name='x')", accept},
-  {"UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE)))", accept},
-  {"UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE), UPat(Ops.LINEAR)))", accept},
-  {"UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE), UPat(Ops.LINEAR), UPat(Ops.SOURCE)))", accept},
-  {"UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE), UPat(Ops.LINEAR), UPat(Ops.SOURCE), UPat(Ops.BINARY)))", accept},
-  {"UPat(Ops.LINEAR, dtypes.void)", accept},
-  {"UPat(Ops.SOURCE, dtypes.void, src=())", accept},
-  {"UPat(Ops.BINARY, dtypes.void, src=())", accept},
-  {"UPat(Ops.VECTORIZE)", accept},
-  {"UPat(Ops.INDEX)", accept},
-  {"UPat((Ops.LOAD, Ops.STORE))", accept},
-  {"UPat(Ops.DEFINE_VAR, dtype=dtypes.floats)", accept},
-  {"UPat(Ops.AFTER, src=(UPat(),), allow_any_len=True)", accept},
+  R("UPat(Ops.NOOP)", accept),
+  R("UPat(Ops.REWRITE_ERROR)", accept),
+  R("UPat(Ops.BUFFER_VIEW, src=(UPat((Ops.INDEX, Ops.LOAD)),))", accept),
+  R("UPat(Ops.ASSIGN, src=(UPat(), UPat(), UPat()))", accept),
+  R("UPat((Ops.UNROLL, Ops.CONTRACT), src=(UPat(),))", accept),
+  R("UPat(Ops.GEP, name='gep')", gep_lanes),
+  R("UPat(Ops.PTRCAT, name='x')", ptrcat_width),
+  R("UPat(Ops.CAT, name='x')", cat_width),
+  R("UPat(Ops.INDEX, src=(UPat((Ops.VECTORIZE, Ops.CAST)), UPat()))", accept),
+  R("UPat(Ops.KERNEL, dtype=dtypes.void)", accept),
+  R("UPat(Ops.CONST, arg=Invalid, name='x')", invalid_is_index),
+  R("UPat(Ops.WHERE, dtype=dtypes.index, src=(UPat(dtype=dtypes.bool), UPat(), UPat(dtype=dtypes.index)))", accept),
+  R("UPat((Ops.ADD, Ops.MUL, Ops.MOD, Ops.IDIV, Ops.MAX, Ops.SPECIAL, Ops.CAST, Ops.RANGE, Ops.VCONST, Ops.VECTORIZE), "
+   "dtype=dtypes.index)", accept),
+  R("UPat(Ops.BIND, (dtypes.int, dtypes.index), (UPat(), UPat()), arg=None)", accept),
+  R("UPat((Ops.MSELECT, Ops.MSTACK), name='x')", accept),
+  R("UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE)))", accept),
+  R("UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE), UPat(Ops.LINEAR)))", accept),
+  R("UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE), UPat(Ops.LINEAR), UPat(Ops.SOURCE)))", accept),
+  R("UPat(Ops.PROGRAM, dtypes.void, src=(UPat(Ops.SINK), UPat(Ops.DEVICE), UPat(Ops.LINEAR), UPat(Ops.SOURCE), UPat(Ops.BINARY)))", accept),
+  R("UPat(Ops.LINEAR, dtypes.void)", accept),
+  R("UPat(Ops.SOURCE, dtypes.void, src=())", accept),
+  R("UPat(Ops.BINARY, dtypes.void, src=())", accept),
+  R("UPat(Ops.VECTORIZE)", accept),
+  R("UPat(Ops.INDEX)", accept),
+  R("UPat((Ops.LOAD, Ops.STORE))", accept),
+  R("UPat(Ops.DEFINE_VAR, dtype=dtypes.floats)", accept),
+  R("UPat(Ops.AFTER, src=(UPat(),), allow_any_len=True)", accept),
 };
 
 /* ---- type_verify ---- */
@@ -619,8 +595,6 @@ static int register_spec(const char *name, const RuleDef *defs, int n, const cha
 }
 
 static int init_spec_globals(PyObject *m) {
-  SLOT_mv = capture_slot("mv"), SLOT_copy = capture_slot("copy"), SLOT_red = capture_slot("red");
-  SLOT_multi = capture_slot("multi"), SLOT_buf_view = capture_slot("buf_view");
   long spec = 1;
   if (env_int("SPEC", &spec) < 0) return -1;
   spec_enabled = spec != 0;

@@ -6,12 +6,6 @@
 #include "../helpers.h"
 #include <math.h>
 
-/* A rule function; ctx is unused by every rule here. */
-#define RULE(name) static UOp *name(Captures *m, PyObject *ctx __attribute__((unused)))
-/* capture slots for the names that have no fixed field in Captures */
-static int SLOT_x2, SLOT_x3, SLOT_tt, SLOT_ff, SLOT_i, SLOT_g1, SLOT_g2, SLOT_wmma;
-#define M(name) (m->slot[SLOT_##name])
-
 static PyObject *math_mod, *struct_mod;
 
 /* ---- small helpers on Python numbers and UOps (borrowed and pooled, NULL propagates) ---- */
@@ -55,19 +49,6 @@ static PyObject *pick(PyObject *seq, PyObject *idxs) {
   Py_XDECREF(it); Py_XDECREF(list);
   return pool_keep(ret);
 }
-/* the leaves of a tree of ADDs, left to right (tinygrad's split_uop(Ops.ADD)) */
-static int split_add(UOp *u, PtrVec *out) {
-  PtrVec stack = {0};
-  int rc = ptrvec_push(&stack, u);
-  while (rc == 0 && stack.len) {
-    UOp *x = ptrvec_pop(&stack);
-    if (x->op != OP_ADD) { rc = ptrvec_push(out, x); continue; }
-    for (int i = x->nsrc - 1; i >= 0 && rc == 0; i--) rc = ptrvec_push(&stack, x->src[i]);
-  }
-  ptrvec_free(&stack);
-  return rc;
-}
-
 /* ---- pattern pieces shared by several rules ---- */
 
 #define INVALID_PAT "UPat(Ops.CONST, arg=Invalid, name='i')"
@@ -77,19 +58,19 @@ static int split_add(UOp *u, PtrVec *out) {
 /* ================================ propagate_invalid ================================ */
 
 /* cond.where(x, Invalid).cast(dt) -> x.cast(dt) */
-RULE(cast_past_invalid_gate) { return u_cast(m->x, m->cast->dtype); }
+RULE(cast_past_invalid_gate, x, cast) { return u_cast(x, cast->dtype); }
 /* cond.where(x, Invalid) <op> y -> cond.where(x <op> y, Invalid) */
-RULE(alu_into_invalid_gate) { return u_where(m->cond, u_alu2(m->alu->op, m->x, m->y), M(i)); }
+RULE(alu_into_invalid_gate, i, cond, alu, x, y) { return u_where(cond, u_alu2(alu->op, x, y), i); }
 /* cond.where(x, Invalid) <cmp> y -> x <cmp> y: a comparison drops the gate */
-RULE(compare_drops_invalid_gate) { return u_alu2(m->alu->op, m->x, m->y); }
+RULE(compare_drops_invalid_gate, alu, x, y) { return u_alu2(alu->op, x, y); }
 /* Invalid <op> y -> Invalid */
-RULE(invalid_absorbs_alu) { return M(i); }
+RULE(invalid_absorbs_alu, i) { return i; }
 
 static const RuleDef propagate_invalid_defs[] = {
-  {INVALID_GATE ".cast(name='cast')", cast_past_invalid_gate},
-  {"[" INVALID_GATE ".alu(op, UPat.var('y')).named('alu') for op in " BINARY_NOT_CMP "]", alu_into_invalid_gate},
-  {"[" INVALID_GATE ".alu(op, UPat.var('y')).named('alu') for op in GroupOp.Comparison]", compare_drops_invalid_gate},
-  {"[" INVALID_PAT ".alu(op, UPat(dtype=dtypes.index)) for op in " BINARY_NOT_CMP "]", invalid_absorbs_alu},
+  R(INVALID_GATE ".cast(name='cast')", cast_past_invalid_gate),
+  R("[" INVALID_GATE ".alu(op, UPat.var('y')).named('alu') for op in " BINARY_NOT_CMP "]", alu_into_invalid_gate),
+  R("[" INVALID_GATE ".alu(op, UPat.var('y')).named('alu') for op in GroupOp.Comparison]", compare_drops_invalid_gate),
+  R("[" INVALID_PAT ".alu(op, UPat(dtype=dtypes.index)) for op in " BINARY_NOT_CMP "]", invalid_absorbs_alu),
 };
 
 /* ================================ symbolic_simple ================================ */
@@ -113,16 +94,14 @@ static PyObject *reinterpret_each(char from_fmt, char to_fmt, PyObject *vs) {
   Py_XDECREF(it); Py_XDECREF(list);
   return pool_keep(ret);
 }
-RULE(fold_bitcast) {
-  UOp *root = m->root, *c = m->c;
+RULE(fold_bitcast, root, c) {
   char from_fmt = dtype_scalar(c->dtype)->fmt, to_fmt = dtype_scalar(root->dtype)->fmt;
   if (!from_fmt || !to_fmt || dtype_itemsize(c->dtype) != dtype_itemsize(root->dtype)) return NULL;
   return u_const_like(root, root->dtype->count == 1 ? reinterpret(from_fmt, to_fmt, c->arg) : reinterpret_each(from_fmt, to_fmt, c->arg));
 }
 
 /* simplify_pow: x ** c for a scalar constant c, as reciprocals, square roots and products */
-RULE(simplify_pow) {
-  UOp *x = m->x, *c = m->c;
+RULE(simplify_pow, x, c) {
   PyObject *e = c->arg, *half = n_float(0.5);
   int r;
   if ((r = n_lti(e, 0))) return r < 0 ? NULL : u_pow(u_recip(x), u_neg(c));          /* (1/x) ** -c */
@@ -138,155 +117,148 @@ RULE(simplify_pow) {
 }
 
 /* x + 0, x * 1, x ^ 0, x // 1 -> x */
-RULE(to_x) { return m->x; }
+RULE(to_x, x) { return x; }
 /* x // x, x / x -> 1 */
-RULE(to_one) { return u_const_likei(m->x, 1); }
+RULE(to_one, x) { return u_const_likei(x, 1); }
 /* x // -1 -> -x */
-RULE(idiv_minus_one) { return u_neg(m->x); }
+RULE(idiv_minus_one, x) { return u_neg(x); }
 /* (x % y) % y -> x % y */
-RULE(mod_mod) { return m->base; }
+RULE(mod_mod, base) { return base; }
 /* ((x // a) % c) + ((x // b) * c) -> x // a when a*c == b */
-RULE(recombine_div_mod) { return N_TRUE(args_product_is(m->a, m->c, m->b)) ? u_idiv(m->x, m->a) : NULL; }
+RULE(recombine_div_mod, a, c, b, x) { return N_TRUE(args_product_is(a, c, b)) ? u_idiv(x, a) : NULL; }
 /* (x // c1) * c3 + (x % c1) * c2 -> x * c2 when c1*c2 == c3 */
-RULE(recombine_scaled) { return N_TRUE(args_product_is(m->c1, m->c2, m->c3)) ? u_mul(m->x, m->c2) : NULL; }
+RULE(recombine_scaled, c1, c2, c3, x) { return N_TRUE(args_product_is(c1, c2, c3)) ? u_mul(x, c2) : NULL; }
 /* y + (x // c) * c + x % c -> y + x */
-RULE(y_plus_x) { return u_add(m->y, m->x); }
+RULE(y_plus_x, y, x) { return u_add(y, x); }
 /* y + (x // c1) * c3 + (x % c1) * c2 -> y + x * c2 when c1*c2 == c3 */
-RULE(y_plus_recombine_scaled) { return N_TRUE(args_product_is(m->c1, m->c2, m->c3)) ? u_add(m->y, u_mul(m->x, m->c2)) : NULL; }
+RULE(y_plus_recombine_scaled, c1, c2, c3, y, x) { return N_TRUE(args_product_is(c1, c2, c3)) ? u_add(y, u_mul(x, c2)) : NULL; }
 /* bool x & c -> x if c else c */
-RULE(bool_and_const) { int t = n_truth(m->c->arg); return t < 0 ? NULL : t ? m->x : m->c; }
+RULE(bool_and_const, c, x) { int t = n_truth(c->arg); return t < 0 ? NULL : t ? x : c; }
 /* bool x | c -> c if c else x */
-RULE(bool_or_const) { int t = n_truth(m->c->arg); return t < 0 ? NULL : t ? m->c : m->x; }
+RULE(bool_or_const, c, x) { int t = n_truth(c->arg); return t < 0 ? NULL : t ? c : x; }
 /* x.where(False, True) -> not x */
-RULE(where_false_true) { return u_not(m->x); }
+RULE(where_false_true, x) { return u_not(x); }
 /* x < x, x != x (ints) -> False */
-RULE(to_false) { return false_like(m->x); }
+RULE(to_false, x) { return false_like(x); }
 /* x % x, x ^ x -> 0 */
-RULE(to_zero) { return u_const_likei(m->x, 0); }
+RULE(to_zero, x) { return u_const_likei(x, 0); }
 /* an ALU of constants -> its value (exec_alu, not truncated) */
-RULE(fold_const_alu) {
-  UOp *a = m->a;
+RULE(fold_const_alu, a) {
   PyObject *args[3];
   for (int i = 0; i < a->nsrc && i < 3; i++) args[i] = a->src[i]->arg;
   return u_const_like(a, pool_keep(exec_alu(a->op, a->dtype, args, a->nsrc < 3 ? a->nsrc : 3, false)));
 }
 /* bool x * y -> x & y */
-RULE(bool_mul_is_and) { return u_and(m->x, m->y); }
+RULE(bool_mul_is_and, x, y) { return u_and(x, y); }
 /* bool x + y, max(x, y) -> x | y */
-RULE(bool_add_is_or) { return u_or(m->x, m->y); }
+RULE(bool_add_is_or, x, y) { return u_or(x, y); }
 /* 0/0, (x*0)/0 -> nan */
-RULE(to_nan) { return u_const_like(m->x, n_float(NAN)); }
+RULE(to_nan, x) { return u_const_like(x, n_float(NAN)); }
 /* (x * x2) / x2 -> x */
-RULE(mul_div_cancel) { return m->x; }
+RULE(mul_div_cancel, x) { return x; }
 /* x * 0 -> 0 (nan when x is a nan or inf constant) */
-RULE(mul_zero) {
-  UOp *x = m->x;
+RULE(mul_zero, x) {
   bool nan = x->op == OP_CONST && PyFloat_Check(x->arg) && !isfinite(PyFloat_AS_DOUBLE(x->arg));
   return u_const_like(x, nan ? n_float(NAN) : n_int(0));
 }
 /* CAST(const) -> const of the cast's dtype */
-RULE(fold_cast_const) { return u_const_like(m->root, m->c->arg); }
+RULE(fold_cast_const, root, c) { return u_const_like(root, c->arg); }
 /* a CAST/BITCAST to the dtype it already has -> its source */
-RULE(noop_cast) {
-  UOp *root = m->root;
+RULE(noop_cast, root) {
   if (!root->nsrc) return index_error("src");
   return root->dtype == root->src[0]->dtype ? root->src[0] : NULL;
 }
 /* x.cast(a).cast(b) -> x when b is x's dtype and a keeps every value of it */
-RULE(cast_roundtrip) { return m->x->dtype == m->b->dtype && dtype_can_lossless_cast(m->b->dtype, m->a->dtype) ? m->x : NULL; }
+RULE(cast_roundtrip, x, b, a) { return x->dtype == b->dtype && dtype_can_lossless_cast(b->dtype, a->dtype) ? x : NULL; }
 /* c ** x -> c if c == 1, else exp2(x * log2(c)) for c > 0 */
-RULE(const_pow) {
-  UOp *c = m->c;
+RULE(const_pow, c, x) {
   int r = n_eqi(c->arg, 1);
   if (r) return r < 0 ? NULL : c;
   if (!N_TRUE(n_gti(c->arg, 0))) return NULL;
-  return u_unary(OP_EXP2, u_binop(OP_MUL, m->x, n_math("log2", c->arg)));
+  return u_unary(OP_EXP2, u_binop(OP_MUL, x, n_math("log2", c->arg)));
 }
 /* threefry: (x & 0xFFFFFFFF).cast(uint32) -> x.cast(uint32) */
-RULE(low_word_cast) { return u_cast(m->x, DTYPE(UINT32)); }
+RULE(low_word_cast, x) { return u_cast(x, DTYPE(UINT32)); }
 /* threefry: the low word of (hi << 32 | y) is y */
-RULE(low_word) { return m->y; }
+RULE(low_word, y) { return y; }
 /* threefry: the high word of (x << 32 | lo) is x */
-RULE(high_word) { return m->x; }
+RULE(high_word, x) { return x; }
 /* c.where(v, v) -> v */
-RULE(where_same) { return m->val; }
+RULE(where_same, val) { return val; }
 /* const gate: gate.where(c0, c1) -> c0 if gate else c1 */
-RULE(where_const_gate) { int t = n_truth(m->gate->arg); return t < 0 ? NULL : t ? m->c0 : m->c1; }
+RULE(where_const_gate, gate, c0, c1) { int t = n_truth(gate->arg); return t < 0 ? NULL : t ? c0 : c1; }
 /* a.where(b.where(c, d), d) -> (a & b).where(c, d) */
-RULE(where_merge_gates) { return u_where(u_and(m->a, m->b), m->c, m->d); }
+RULE(where_merge_gates, a, b, c, d) { return u_where(u_and(a, b), c, d); }
 
 static const RuleDef symbolic_simple_defs[] = {
   /* self folding */
-  {"UPat.var('x') + 0", to_x},
-  {"UPat.var('x') * 1", to_x},
-  {"UPat.var('x', dtype=dtypes.ints+(dtypes.bool, dtypes.index)) ^ 0", to_x},
-  {"UPat.var('x') // UPat.var('x')", to_one},
-  {"UPat.var('x') // 1", to_x},
-  {"UPat.var('x') // -1", idiv_minus_one},
-  {"(UPat.var() % UPat.var('y')).named('base') % UPat.var('y')", mod_mod},
-  {"UPat.var('x') % UPat.cvar('c') + (UPat.var('x') // UPat.cvar('c')) * UPat.cvar('c')", to_x},
-  {"(UPat.var('x') // UPat.cvar('a')) % UPat.cvar('c') + (UPat.var('x') // UPat.cvar('b')) * UPat.cvar('c')", recombine_div_mod},
-  {"(UPat.var('x') // UPat.cvar('c1')) * UPat.cvar('c3') + UPat.var('x') % UPat.cvar('c1') * UPat.cvar('c2')", recombine_scaled},
-  {"(UPat.var('y') + (UPat.var('x') // UPat.cvar('c')) * UPat.cvar('c')) + UPat.var('x') % UPat.cvar('c')", y_plus_x},
-  {"(UPat.var('y') + UPat.var('x') % UPat.cvar('c')) + (UPat.var('x') // UPat.cvar('c')) * UPat.cvar('c')", y_plus_x},
-  {"(UPat.var('y') + (UPat.var('x') // UPat.cvar('c1')) * UPat.cvar('c3')) + UPat.var('x') % UPat.cvar('c1') * UPat.cvar('c2')",
-   y_plus_recombine_scaled},
-  {"(UPat.var('y') + UPat.var('x') % UPat.cvar('c1') * UPat.cvar('c2')) + (UPat.var('x') // UPat.cvar('c1')) * UPat.cvar('c3')",
-   y_plus_recombine_scaled},
-  {"UPat.var('x', dtype=dtypes.bool) & UPat.cvar('c', vec=False)", bool_and_const},
-  {"UPat.var('x', dtype=dtypes.bool) | UPat.cvar('c', vec=False)", bool_or_const},
-  {"UPat(GroupOp.Idempotent, src=(UPat.var('x'), UPat.var('x')))", to_x},
-  {"UPat.var('x', dtype=dtypes.bool).ne(True).ne(True)", to_x},
-  {"UPat.var('x', dtype=dtypes.bool).where(UPat.const(dtypes.bool, True), UPat.const(dtypes.bool, False))", to_x},
-  {"UPat.var('x', dtype=dtypes.bool).where(UPat.const(dtypes.bool, False), UPat.const(dtypes.bool, True))", where_false_true},
-  {"UPat.var('x', dtype=dtypes.ints+(dtypes.bool, dtypes.index)).trunc()", to_x},
+  R("UPat.var('x') + 0", to_x),
+  R("UPat.var('x') * 1", to_x),
+  R("UPat.var('x', dtype=dtypes.ints+(dtypes.bool, dtypes.index)) ^ 0", to_x),
+  R("UPat.var('x') // UPat.var('x')", to_one),
+  R("UPat.var('x') // 1", to_x),
+  R("UPat.var('x') // -1", idiv_minus_one),
+  R("(UPat.var() % UPat.var('y')).named('base') % UPat.var('y')", mod_mod),
+  R("UPat.var('x') % UPat.cvar('c') + (UPat.var('x') // UPat.cvar('c')) * UPat.cvar('c')", to_x),
+  R("(UPat.var('x') // UPat.cvar('a')) % UPat.cvar('c') + (UPat.var('x') // UPat.cvar('b')) * UPat.cvar('c')", recombine_div_mod),
+  R("(UPat.var('x') // UPat.cvar('c1')) * UPat.cvar('c3') + UPat.var('x') % UPat.cvar('c1') * UPat.cvar('c2')", recombine_scaled),
+  R("(UPat.var('y') + (UPat.var('x') // UPat.cvar('c')) * UPat.cvar('c')) + UPat.var('x') % UPat.cvar('c')", y_plus_x),
+  R("(UPat.var('y') + UPat.var('x') % UPat.cvar('c')) + (UPat.var('x') // UPat.cvar('c')) * UPat.cvar('c')", y_plus_x),
+  R("(UPat.var('y') + (UPat.var('x') // UPat.cvar('c1')) * UPat.cvar('c3')) + UPat.var('x') % UPat.cvar('c1') * UPat.cvar('c2')", y_plus_recombine_scaled),
+  R("(UPat.var('y') + UPat.var('x') % UPat.cvar('c1') * UPat.cvar('c2')) + (UPat.var('x') // UPat.cvar('c1')) * UPat.cvar('c3')", y_plus_recombine_scaled),
+  R("UPat.var('x', dtype=dtypes.bool) & UPat.cvar('c', vec=False)", bool_and_const),
+  R("UPat.var('x', dtype=dtypes.bool) | UPat.cvar('c', vec=False)", bool_or_const),
+  R("UPat(GroupOp.Idempotent, src=(UPat.var('x'), UPat.var('x')))", to_x),
+  R("UPat.var('x', dtype=dtypes.bool).logical_not().logical_not()", to_x),
+  R("UPat.var('x', dtype=dtypes.bool).where(UPat.const(dtypes.bool, True), UPat.const(dtypes.bool, False))", to_x),
+  R("UPat.var('x', dtype=dtypes.bool).where(UPat.const(dtypes.bool, False), UPat.const(dtypes.bool, True))", where_false_true),
+  R("UPat.var('x', dtype=dtypes.ints+(dtypes.bool, dtypes.index)).trunc()", to_x),
   /* zero folding */
-  {"UPat.var('x') < UPat.var('x')", to_false},
-  {"UPat.var('x') % UPat.var('x')", to_zero},
-  {"UPat.var('x') ^ UPat.var('x')", to_zero},
-  {"UPat.var('x', dtype=dtypes.ints+(dtypes.bool, dtypes.index)) != UPat.var('x')", to_false},
+  R("UPat.var('x') < UPat.var('x')", to_false),
+  R("UPat.var('x') % UPat.var('x')", to_zero),
+  R("UPat.var('x') ^ UPat.var('x')", to_zero),
+  R("UPat.var('x', dtype=dtypes.ints+(dtypes.bool, dtypes.index)) != UPat.var('x')", to_false),
   /* constant folding */
-  {"UPat(GroupOp.Unary, src=(UPat((Ops.VCONST, Ops.CONST)),), name='a')", fold_const_alu},
-  {"UPat(GroupOp.Binary - {Ops.THREEFRY}, src=(UPat((Ops.VCONST, Ops.CONST)),)*2, name='a')", fold_const_alu},
-  {"UPat(GroupOp.Ternary, src=(UPat((Ops.VCONST, Ops.CONST)),)*3, name='a')", fold_const_alu},
+  R("UPat(GroupOp.Unary, src=(UPat((Ops.VCONST, Ops.CONST)),), name='a')", fold_const_alu),
+  R("UPat(GroupOp.Binary - {Ops.THREEFRY}, src=(UPat((Ops.VCONST, Ops.CONST)),)*2, name='a')", fold_const_alu),
+  R("UPat(GroupOp.Ternary, src=(UPat((Ops.VCONST, Ops.CONST)),)*3, name='a')", fold_const_alu),
   /* bool MUL is AND, ADD and MAX are OR */
-  {"UPat.var('x', dtype=dtypes.bool) * UPat.var('y', dtype=dtypes.bool)", bool_mul_is_and},
-  {"UPat.var('x', dtype=dtypes.bool) + UPat.var('y', dtype=dtypes.bool)", bool_add_is_or},
-  {"UPat.var('x', dtype=dtypes.bool).maximum(UPat.var('y', dtype=dtypes.bool))", bool_add_is_or},
-  /* div rules (a / b is a * b.reciprocal()) */
-  {"UPat.cvar('x', arg=0) * UPat.const(None, 0).reciprocal()", to_nan},
-  {"(UPat.var('x') * 0) * UPat.const(None, 0).reciprocal()", to_nan},
-  {"UPat.var('x') * UPat.var('x').reciprocal()", to_one},
-  {"(UPat.var('x') * UPat.var('x2')) * UPat.var('x2').reciprocal()", mul_div_cancel},
+  R("UPat.var('x', dtype=dtypes.bool) * UPat.var('y', dtype=dtypes.bool)", bool_mul_is_and),
+  R("UPat.var('x', dtype=dtypes.bool) + UPat.var('y', dtype=dtypes.bool)", bool_add_is_or),
+  R("UPat.var('x', dtype=dtypes.bool).maximum(UPat.var('y', dtype=dtypes.bool))", bool_add_is_or),
+  /* div rules */
+  R("UPat.cvar('x', arg=0) / 0", to_nan),
+  R("(UPat.var('x') * 0) / 0", to_nan),
+  R("UPat.var('x') / UPat.var('x')", to_one),
+  R("(UPat.var('x') * UPat.var('x2')) / UPat.var('x2')", mul_div_cancel),
   /* x * 0 */
-  {"UPat.var('x') * 0", mul_zero},
+  R("UPat.var('x') * 0", mul_zero),
   /* cast/bitcast */
-  {"UPat(Ops.CAST, name='root', src=(UPat.cvar('c'),))", fold_cast_const},
-  {"UPat((Ops.CAST, Ops.BITCAST), name='root')", noop_cast},
-  {"UPat(Ops.BITCAST, name='root', src=(UPat.cvar('c'),))", fold_bitcast},
-  {"UPat.var('x').cast(name='a').cast(name='b')", cast_roundtrip},
+  R("UPat(Ops.CAST, name='root', src=(UPat.cvar('c'),))", fold_cast_const),
+  R("UPat((Ops.CAST, Ops.BITCAST), name='root')", noop_cast),
+  R("UPat(Ops.BITCAST, name='root', src=(UPat.cvar('c'),))", fold_bitcast),
+  R("UPat.var('x').cast(name='a').cast(name='b')", cast_roundtrip),
   /* pow */
-  {"UPat.var('x').alu(Ops.POW, UPat.cvar('c', vec=False))", simplify_pow},
-  {"UPat.cvar('c', vec=False).alu(Ops.POW, UPat.var('x'))", const_pow},
+  R("UPat.var('x').alu(Ops.POW, UPat.cvar('c', vec=False))", simplify_pow),
+  R("UPat.cvar('c', vec=False).alu(Ops.POW, UPat.var('x'))", const_pow),
   /* threefry */
-  {"(UPat.var('x', dtypes.uint64) & 0xFFFFFFFF).cast(dtypes.uint32)", low_word_cast},
-  {"((UPat.var(None, dtypes.uint64) * (1 << 32)) | UPat.var('y', dtypes.uint32).cast(dtypes.uint64)).cast(dtypes.uint32)", low_word},
-  {"((UPat.var('x', dtypes.uint64) * (1 << 32)) | UPat.var(None, dtypes.uint32).cast(dtypes.uint64)) // (1 << 32)", high_word},
-  {"((UPat.var(None, dtypes.uint64) << 32) | UPat.var('y', dtypes.uint32).cast(dtypes.uint64)).cast(dtypes.uint32)", low_word},
-  {"((UPat.var('x', dtypes.uint64) << 32) | UPat.var(None, dtypes.uint32).cast(dtypes.uint64)) >> 32", high_word},
+  R("(UPat.var('x', dtypes.uint64) & 0xFFFFFFFF).cast(dtypes.uint32)", low_word_cast),
+  R("((UPat.var(None, dtypes.uint64) * (1 << 32)) | UPat.var('y', dtypes.uint32).cast(dtypes.uint64)).cast(dtypes.uint32)", low_word),
+  R("((UPat.var('x', dtypes.uint64) * (1 << 32)) | UPat.var(None, dtypes.uint32).cast(dtypes.uint64)) // (1 << 32)", high_word),
+  R("((UPat.var(None, dtypes.uint64) << 32) | UPat.var('y', dtypes.uint32).cast(dtypes.uint64)).cast(dtypes.uint32)", low_word),
+  R("((UPat.var('x', dtypes.uint64) << 32) | UPat.var(None, dtypes.uint32).cast(dtypes.uint64)) >> 32", high_word),
   /* simple where folding */
-  {"UPat.var().where(UPat.var('val'), UPat.var('val'))", where_same},
-  {"UPat.cvar('gate', vec=False).where(UPat.var('c0'), UPat.var('c1'))", where_const_gate},
-  {"UPat.var('a').where(UPat.var('b').where(UPat.var('c'), UPat.var('d')), UPat.var('d'))", where_merge_gates},
+  R("UPat.var().where(UPat.var('val'), UPat.var('val'))", where_same),
+  R("UPat.cvar('gate', vec=False).where(UPat.var('c0'), UPat.var('c1'))", where_const_gate),
+  R("UPat.var('a').where(UPat.var('b').where(UPat.var('c'), UPat.var('d')), UPat.var('d'))", where_merge_gates),
 };
 
 /* ================================ gep_pushing ================================ */
 
 /* GEP of a GEP -> one GEP picking through both */
-RULE(gep_of_gep) { return u_gep(M(g2)->src[0], pick(M(g2)->arg, M(g1)->arg)); }
+RULE(gep_of_gep, g2, g1) { return u_gep(g2->src[0], pick(g2->arg, g1->arg)); }
 /* GEP of a VECTORIZE -> the picked sources (a VECTORIZE of them when more than one) */
-RULE(gep_of_vectorize) {
-  UOp *gep = m->gep, *vec = m->vec;
+RULE(gep_of_vectorize, gep, vec) {
   Py_ssize_t n = PyObject_Length(gep->arg);
   if (n < 0) return NULL;
   if (n <= 1) return src_at(vec, pool_keep(PySequence_GetItem(gep->arg, 0)));
@@ -298,14 +270,13 @@ RULE(gep_of_vectorize) {
   return u_new_vec(OP_VECTORIZE, gep->dtype, &src, NULL);
 }
 /* GEP of a scalar CONST -> that const, GEP's dtype */
-RULE(gep_of_const) { return u_const_like(m->gep, m->c->arg); }
+RULE(gep_of_const, gep, c) { return u_const_like(gep, c->arg); }
 /* GEP of a VCONST -> the picked lanes */
-RULE(gep_of_vconst) { return u_const_like(m->gep, pick(m->c->arg, m->gep->arg)); }
+RULE(gep_of_vconst, gep, c) { return u_const_like(gep, pick(c->arg, gep->arg)); }
 /* GEP of a void node -> the node */
-RULE(gep_of_void) { return m->x; }
+RULE(gep_of_void, x) { return x; }
 /* GEP taking every lane in order -> its source */
-RULE(gep_in_order) {
-  UOp *g = m->g;
+RULE(gep_in_order, g) {
   if (g->dtype->is_ptr || !g->nsrc || !PyTuple_Check(g->arg) || PyTuple_GET_SIZE(g->arg) != g->src[0]->dtype->count) return NULL;
   for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(g->arg); k++) {
     int eq = n_cmp(PyTuple_GET_ITEM(g->arg, k), n_int(k), Py_EQ);
@@ -314,8 +285,7 @@ RULE(gep_in_order) {
   return g->src[0];
 }
 /* GEP of an ALU/CAST/BITCAST -> the ALU of GEPs of its sources */
-RULE(gep_through_alu) {
-  UOp *gep = m->gep, *alu = m->alu;
+RULE(gep_through_alu, gep, alu) {
   if (gep->dtype->is_ptr || alu->dtype->is_ptr) return NULL;
   DType *dt = dtype_vec(dtype_scalar(alu->dtype), gep->dtype->count);
   if (!dt) return NULL;
@@ -327,8 +297,7 @@ RULE(gep_through_alu) {
   return u_new_vec(alu->op, dt, &src, alu->arg);
 }
 /* CAT -> a VECTORIZE of every lane of every source */
-RULE(cat_to_vectorize) {
-  UOp *x = m->x;
+RULE(cat_to_vectorize, x) {
   if (x->dtype->is_ptr) return NULL;
   PtrVec src = {0};
   for (int k = 0; k < x->nsrc; k++)
@@ -339,8 +308,7 @@ RULE(cat_to_vectorize) {
   return u_new_vec(OP_VECTORIZE, x->dtype, &src, NULL);
 }
 /* VECTORIZE of single-lane GEPs of one x -> one GEP of x */
-RULE(vectorize_of_geps) {
-  UOp *v = m->v;
+RULE_MAYBE(vectorize_of_geps, (v), x) {
   PyObject *lanes = PyTuple_New(v->nsrc);
   for (int k = 0; lanes && k < v->nsrc; k++) {
     PyObject *arg = v->src[k]->arg;
@@ -354,7 +322,7 @@ RULE(vectorize_of_geps) {
     if (!lane) { Py_CLEAR(lanes); break; }
     PyTuple_SET_ITEM(lanes, k, lane);
   }
-  return u_gep(m->x, pool_keep(lanes));
+  return u_gep(x, pool_keep(lanes));
 }
 
 /* prod(x[1] for x in axes): the lanes of a WMMA operand from its (axis, size) pairs; -1 on error */
@@ -423,8 +391,7 @@ static UOp *wmma_of_blocks(UOp *gep, UOp *wmma, PyObject *shapes, const Py_ssize
   return u_new_vec(OP_WMMA, gep->dtype, &src, wmma->arg);
 }
 /* GEP of a WMMA that takes whole output blocks -> a WMMA of GEPs of its sources */
-RULE(gep_through_wmma) {
-  UOp *gep = m->gep, *wmma = M(wmma);
+RULE(gep_through_wmma, wmma, gep) {
   PyObject *shapes = pool_keep(PySequence_GetItem(wmma->arg, 6)), *last = shapes ? pool_keep(PySequence_GetItem(shapes, -1)) : NULL;
   Py_ssize_t block, n;
   if (!last || axes_size(last, &block) < 0) return NULL;
@@ -437,16 +404,16 @@ RULE(gep_through_wmma) {
 }
 
 static const RuleDef gep_pushing_defs[] = {
-  {"UPat(Ops.GEP, name='g2').f(Ops.GEP, name='g1')", gep_of_gep},
-  {"UPat(Ops.VECTORIZE, name='vec').f(Ops.GEP, name='gep')", gep_of_vectorize},
-  {"UPat.cvar('c', vec=False).f(Ops.GEP, name='gep')", gep_of_const},
-  {"UPat(Ops.VCONST, name='c').f(Ops.GEP, name='gep')", gep_of_vconst},
-  {"UPat(Ops.GEP, src=(UPat(dtype=dtypes.void, name='x'),))", gep_of_void},
-  {"UPat(Ops.GEP, name='g')", gep_in_order},
-  {"UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST), name='alu').f(Ops.GEP, name='gep')", gep_through_alu},
-  {"UPat(Ops.CAT, name='x')", cat_to_vectorize},
-  {"UPat(Ops.VECTORIZE, name='v', src=UPat(Ops.GEP, src=(UPat.var('x'),)))", vectorize_of_geps},
-  {"UPat(Ops.WMMA, name='wmma').f(Ops.GEP, name='gep')", gep_through_wmma},
+  R("UPat(Ops.GEP, name='g2').f(Ops.GEP, name='g1')", gep_of_gep),
+  R("UPat(Ops.VECTORIZE, name='vec').f(Ops.GEP, name='gep')", gep_of_vectorize),
+  R("UPat.cvar('c', vec=False).f(Ops.GEP, name='gep')", gep_of_const),
+  R("UPat(Ops.VCONST, name='c').f(Ops.GEP, name='gep')", gep_of_vconst),
+  R("UPat(Ops.GEP, src=(UPat(dtype=dtypes.void, name='x'),))", gep_of_void),
+  R("UPat(Ops.GEP, name='g')", gep_in_order),
+  R("UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST), name='alu').f(Ops.GEP, name='gep')", gep_through_alu),
+  R("UPat(Ops.CAT, name='x')", cat_to_vectorize),
+  R("UPat(Ops.VECTORIZE, name='v', src=UPat(Ops.GEP, src=(UPat.var('x'),)))", vectorize_of_geps),
+  R("UPat(Ops.WMMA, name='wmma').f(Ops.GEP, name='gep')", gep_through_wmma),
 };
 
 /* ================================ commutative ================================ */
@@ -458,8 +425,7 @@ static int tuplize_lt(UOp *a, UOp *b) {
 }
 
 /* index a <op> b -> b <op> a when b sorts before a (a canonical order for commutative index math) */
-RULE(sort_commutative) {
-  UOp *x = m->x;
+RULE(sort_commutative, x) {
   if (x->nsrc < 2) return index_error("src");
   int lt = tuplize_lt(x->src[1], x->src[0]);
   if (lt <= 0) return NULL;
@@ -472,7 +438,7 @@ RULE(sort_commutative) {
 }
 
 static const RuleDef commutative_defs[] = {
-  {"UPat(GroupOp.Commutative, dtype=dtypes.index, name='x')", sort_commutative},
+  R("UPat(GroupOp.Commutative, dtype=dtypes.index, name='x')", sort_commutative),
 };
 
 /* ================================ symbolic ================================ */
@@ -486,10 +452,10 @@ static UOp *lt_folding(UOp *x, PyObject *c) {
   PtrVec terms = {0}, factored = {0};
   PyObject *factors = PyList_New(0), *lo = n_int(0), *hi = n_int(0);
   UOp *ret = NULL;
-  if (!factors || split_add(x, &terms) < 0) goto end;
+  if (!factors || uop_split_uop(x, OP_ADD, &terms) < 0) goto end;
   for (Py_ssize_t k = 0; k < terms.len; k++) {
     UOp *u = terms.items[k];
-    PyObject *f = pool_keep(PyObject_CallMethod((PyObject *)u, "const_factor", NULL));
+    PyObject *f = pool_keep(uop_const_factor(u));
     int one = n_eqi(f, 1);
     if (one < 0) goto end;
     if (one) lo = n_add(lo, vmin(u)), hi = n_add(hi, vmax(u));
@@ -499,7 +465,8 @@ static UOp *lt_folding(UOp *x, PyObject *c) {
   PyObject *args = PyList_AsTuple(factors), *d = args ? pool_keep(PyObject_Call(math_gcd, args, NULL)) : NULL;
   Py_XDECREF(args);
   if (!N_TRUE(n_gti(d, 1)) || !N_TRUE(n_le(n_int(0), lo)) || !N_TRUE(n_lt(hi, d))) goto end;
-  PyObject *q = pool_keep(PyObject_CallMethod((PyObject *)u_sum((UOp **)factored.items, (int)factored.len), "divides", "O", d));
+  UOp *sum = u_sum((UOp **)factored.items, (int)factored.len);
+  PyObject *q = sum && d ? pool_keep(uop_divides(sum, d)) : NULL;
   if (q == Py_None) PyErr_SetString(PyExc_AssertionError, "lt_folding: the factored terms don't divide");
   else if (q) ret = u_binop(OP_CMPLT, (UOp *)q, n_floordiv(c, d));
 end:
@@ -514,7 +481,7 @@ static UOp *canonicalize_simplex(UOp *X) {
   PtrVec terms = {0}, kept = {0};
   bool changed = false;
   UOp *ret = NULL;
-  if (split_add(X, &terms) < 0) goto end;
+  if (uop_split_uop(X, OP_ADD, &terms) < 0) goto end;
   for (Py_ssize_t k = 0; k < terms.len; k++) {
     UOp *u = terms.items[k];
     if (u->op == OP_MUL && u->nsrc == 2 && u->src[1]->op == OP_CONST) {
@@ -531,122 +498,117 @@ end:
 }
 
 /* x | !x -> True */
-RULE(or_not_self) { return u_const_like(m->x, Py_True); }
+RULE(or_not_self, x) { return u_const_like(x, Py_True); }
 /* x*c0 + x*c1 -> x*(c0+c1) */
-RULE(combine_scaled) { return u_mul(m->x, u_add(m->c0, m->c1)); }
+RULE(combine_scaled, x, c0, c1) { return u_mul(x, u_add(c0, c1)); }
 /* (y + x*c0) + x*c1 -> y + x*(c0+c1) */
-RULE(y_combine_scaled) { return u_add(m->y, u_mul(m->x, u_add(m->c0, m->c1))); }
+RULE(y_combine_scaled, y, x, c0, c1) { return u_add(y, u_mul(x, u_add(c0, c1))); }
 /* x + x*c -> x*(c+1) */
-RULE(combine_one_scaled) { return u_mul(m->x, u_addi(m->c, 1)); }
+RULE(combine_one_scaled, x, c) { return u_mul(x, u_addi(c, 1)); }
 /* (y + x) + x*c, (y + x*c) + x -> y + x*(c+1) */
-RULE(y_combine_one_scaled) { return u_add(m->y, u_mul(m->x, u_addi(m->c, 1))); }
+RULE(y_combine_one_scaled, y, x, c) { return u_add(y, u_mul(x, u_addi(c, 1))); }
 /* x + x -> x*2 */
-RULE(double_x) { return u_muli(m->x, 2); }
+RULE(double_x, x) { return u_muli(x, 2); }
 /* (y + x) + x -> y + x*2 */
-RULE(y_double_x) { return u_add(m->y, u_muli(m->x, 2)); }
+RULE(y_double_x, y, x) { return u_add(y, u_muli(x, 2)); }
 /* (x / x2) / x3 -> x / (x2*x3) */
-RULE(merge_divisions) { return M(x2) == M(x3) ? NULL : u_mul(m->x, u_recip(u_mul(M(x2), M(x3)))); }
+RULE(merge_divisions, x2, x3, x) { return x2 == x3 ? NULL : u_mul(x, u_recip(u_mul(x2, x3))); }
 /* -(x + c) -> -x + -c */
-RULE(negate_sum_const) { return u_add(u_neg(m->x), u_neg(m->c)); }
+RULE(negate_sum_const, x, c) { return u_add(u_neg(x), u_neg(c)); }
 /* y*(x + c) -> y*x + y*c (index) */
-RULE(distribute_const) { return u_add(u_mul(m->y, m->x), u_mul(m->y, m->c)); }
+RULE(distribute_const, y, x, c) { return u_add(u_mul(y, x), u_mul(y, c)); }
 /* (!cond).where(t, f) -> cond.where(f, t), unless f is Invalid */
-RULE(where_not_cond) { return m->f->arg == Invalid ? NULL : u_where(m->cond, m->f, m->t); }
+RULE(where_not_cond, f, cond, t) { return f->arg == Invalid ? NULL : u_where(cond, f, t); }
 /* c.where(t, f) <op> c.where(tt, ff) -> c.where(t <op> tt, f <op> ff) when a branch pair is constant */
 static bool const_pair(UOp *a, UOp *b) { return a->op == OP_CONST && b->op == OP_CONST; }
-RULE(alu_of_same_gates) {
-  UOp *t = m->t, *tt = M(tt), *f = m->f, *ff = M(ff);
+RULE(alu_of_same_gates, tt, ff, t, f, c, alu) {
   if (!const_pair(t, tt) && !const_pair(f, ff)) return NULL;
-  return u_where(m->c, u_alu2(m->alu->op, t, tt), u_alu2(m->alu->op, f, ff));
+  return u_where(c, u_alu2(alu->op, t, tt), u_alu2(alu->op, f, ff));
 }
 /* (y + c.where(t, f)) + c.where(tt, ff) -> y + c.where(t+tt, f+ff) when a branch pair is constant */
-RULE(add_of_same_gates) {
-  UOp *t = m->t, *tt = M(tt), *f = m->f, *ff = M(ff);
+RULE(add_of_same_gates, tt, ff, t, f, y, c) {
   if (!const_pair(t, tt) && !const_pair(f, ff)) return NULL;
-  return u_add(m->y, u_where(m->c, u_add(t, tt), u_add(f, ff)));
+  return u_add(y, u_where(c, u_add(t, tt), u_add(f, ff)));
 }
 /* a node whose range is a single value -> that value */
-RULE(fold_single_value) {
-  PyObject *lo = vmin(m->x);
-  int eq = n_eq(lo, vmax(m->x));
-  return eq <= 0 ? NULL : u_const_like(m->x, lo);
+RULE(fold_single_value, x) {
+  PyObject *lo = vmin(x);
+  int eq = n_eq(lo, vmax(x));
+  return eq <= 0 ? NULL : u_const_like(x, lo);
 }
 /* max(x, y) -> x or y when their ranges don't overlap */
-RULE(fold_max) {
-  UOp *x = m->x, *y = m->y;
+RULE(fold_max, x, y) {
   int r = n_cmp(vmin(x), vmax(y), Py_GE);
   if (r) return r < 0 ? NULL : x;
   return N_TRUE(n_cmp(vmax(x), vmin(y), Py_LE)) ? y : NULL;
 }
 /* (x <op> c1) <op> c2 -> x <op> (c1 <op> c2) for an associative op */
-RULE(fold_two_consts) { return u_alu2(m->f->op, m->x, u_alu2(m->f->op, m->c1, m->c2)); }
+RULE(fold_two_consts, f, x, c1, c2) { return u_alu2(f->op, x, u_alu2(f->op, c1, c2)); }
 /* c0 + x < c1 -> x < c1 - c0 */
-RULE(lt_move_const) { return u_lt(m->x, u_sub(m->c1, m->c0)); }
+RULE(lt_move_const, x, c1, c0) { return u_lt(x, u_sub(c1, c0)); }
 /* (x // c1) // c2 -> x // (c1*c2) */
-RULE(idiv_idiv) { return u_idiv(m->x, u_mul(m->c1, m->c2)); }
+RULE(idiv_idiv, x, c1, c2) { return u_idiv(x, u_mul(c1, c2)); }
 /* c0*x < c1 -> x < ceil(c1/c0) for positive c0, c1 */
-RULE(lt_scaled_pos) {
-  PyObject *c0 = m->c0->arg, *c1 = m->c1->arg;
-  if (!N_TRUE(n_gti(c0, 0)) || !N_TRUE(n_gti(c1, 0))) return NULL;
-  return u_binop(OP_CMPLT, m->x, n_math("ceil", n_truediv(c1, c0)));
+RULE(lt_scaled_pos, c0, c1, x) {
+  PyObject *c0v = c0->arg, *c1v = c1->arg;
+  if (!N_TRUE(n_gti(c0v, 0)) || !N_TRUE(n_gti(c1v, 0))) return NULL;
+  return u_binop(OP_CMPLT, x, n_math("ceil", n_truediv(c1v, c0v)));
 }
 /* c0*x < c1 -> -x < -floor(-c1/-c0) for negative c0 (not -1) and non-positive c1 */
-RULE(lt_scaled_neg) {
-  PyObject *c0 = m->c0->arg, *c1 = m->c1->arg;
-  if (!N_TRUE(n_lti(c0, 0)) || !N_TRUE(n_cmp(c0, n_int(-1), Py_NE)) || !N_TRUE(n_cmp(c1, n_int(0), Py_LE))) return NULL;
-  return u_binop(OP_CMPLT, u_neg(m->x), n_neg(n_math("floor", n_truediv(n_neg(c1), n_neg(c0)))));
+RULE(lt_scaled_neg, c0, c1, x) {
+  PyObject *c0v = c0->arg, *c1v = c1->arg;
+  if (!N_TRUE(n_lti(c0v, 0)) || !N_TRUE(n_cmp(c0v, n_int(-1), Py_NE)) || !N_TRUE(n_cmp(c1v, n_int(0), Py_LE))) return NULL;
+  return u_binop(OP_CMPLT, u_neg(x), n_neg(n_math("floor", n_truediv(n_neg(c1v), n_neg(c0v)))));
 }
 /* x // d < c -> x < c*d (c > 0) or x < c*d - (d-1) (c <= 0), for positive d */
-RULE(lt_of_idiv) {
-  PyObject *d = m->d->arg, *c = m->c->arg;
-  if (!N_TRUE(n_gti(d, 0))) return NULL;
-  int pos = n_gti(c, 0);
+RULE(lt_of_idiv, d, c, x) {
+  PyObject *dv = d->arg, *cv = c->arg;
+  if (!N_TRUE(n_gti(dv, 0))) return NULL;
+  int pos = n_gti(cv, 0);
   if (pos < 0) return NULL;
-  PyObject *cd = n_mul(c, d);
-  return u_binop(OP_CMPLT, m->x, pos ? cd : n_sub(cd, n_sub(d, n_int(1))));
+  PyObject *cd = n_mul(cv, dv);
+  return u_binop(OP_CMPLT, x, pos ? cd : n_sub(cd, n_sub(dv, n_int(1))));
 }
 /* (x + c1) + y -> (x + y) + c1 */
-RULE(add_const_to_end) { return u_add(u_add(m->x, m->y), m->c1); }
+RULE(add_const_to_end, x, y, c1) { return u_add(u_add(x, y), c1); }
 /* (x * c1) * y -> (x * y) * c1 */
-RULE(mul_const_to_end) { return u_mul(u_mul(m->x, m->y), m->c1); }
+RULE(mul_const_to_end, x, y, c1) { return u_mul(u_mul(x, y), c1); }
 /* x < c -> lt_folding(x, c) for positive c */
-RULE(generic_lt_folding) { return N_TRUE(n_gti(m->c->arg, 0)) ? lt_folding(m->x, m->c->arg) : NULL; }
+RULE(generic_lt_folding, c, x) { return N_TRUE(n_gti(c->arg, 0)) ? lt_folding(x, c->arg) : NULL; }
 /* -x < -y -> y < x */
-RULE(lt_of_negations) { return u_lt(m->y, m->x); }
+RULE(lt_of_negations, y, x) { return u_lt(y, x); }
 /* !(x < 1) -> !(x' < 1) with x' the simplex x without its positive coefficients */
-RULE(simplex_positive) {
-  UOp *newx = canonicalize_simplex(m->x);
+RULE(simplex_positive, x) {
+  UOp *newx = canonicalize_simplex(x);
   return newx ? u_not(u_lti(newx, 1)) : NULL;
 }
 /* a range mod its end -> the range */
-RULE(range_mod_end) { return m->r; }
+RULE(range_mod_end, r) { return r; }
 /* a range // its end -> 0 */
-RULE(range_div_end) { return u_const_likei(m->r, 0); }
+RULE(range_div_end, r) { return u_const_likei(r, 0); }
 /* x.cast(a).cast(b) -> x.cast(b) when a keeps every value of x */
-RULE(cast_through_wider) { return dtype_can_lossless_cast(m->x->dtype, m->a->dtype) ? u_cast(m->x, m->b->dtype) : NULL; }
+RULE(cast_through_wider, x, a, b) { return dtype_can_lossless_cast(x->dtype, a->dtype) ? u_cast(x, b->dtype) : NULL; }
 /* int x.cast(a).cast(b) -> x.cast(b) when x's range fits a */
-RULE(cast_through_fitting) {
-  DType *a = m->a->dtype;
-  PyObject *amin = pool_keep(dtype_min(a)), *amax = pool_keep(dtype_max(a));
-  if (!N_TRUE(n_le(amin, vmin(m->x))) || !N_TRUE(n_le(vmax(m->x), amax))) return NULL;
-  return u_cast(m->x, m->b->dtype);
+RULE(cast_through_fitting, a, x, b) {
+  PyObject *amin = pool_keep(dtype_min(a->dtype)), *amax = pool_keep(dtype_max(a->dtype));
+  if (!N_TRUE(n_le(amin, vmin(x))) || !N_TRUE(n_le(vmax(x), amax))) return NULL;
+  return u_cast(x, b->dtype);
 }
 /* long math whose operands and result fit int -> the same math in int */
-RULE(long_to_int) {
-  UOp *vals[3] = {m->u, m->x, m->y};
+RULE(long_to_int, u, x, y) {
+  UOp *vals[3] = {u, x, y};
   for (int k = 0; k < 3; k++)
-    if (n_truth(pool_keep(PyObject_CallMethod((PyObject *)vals[k], "overflows", "O", (PyObject *)DTYPE(INT32)))) != 0) return NULL;
-  return u_cast(u_alu2(m->u->op, u_cast(m->x, DTYPE(INT32)), u_cast(m->y, DTYPE(INT32))), m->u->dtype);
+    if (uop_overflows(vals[k], DTYPE(INT32)) != 0) return NULL;
+  return u_cast(u_alu2(u->op, u_cast(x, DTYPE(INT32)), u_cast(y, DTYPE(INT32))), u->dtype);
 }
 /* (x + c).cast(int) -> x.cast(int) + c.cast(int) for index x */
-RULE(cast_of_add_const) { return u_add(u_cast(m->x, m->cast->dtype), u_cast(m->c, m->cast->dtype)); }
+RULE(cast_of_add_const, x, cast, c) { return u_add(u_cast(x, cast->dtype), u_cast(c, cast->dtype)); }
 /* AFTER keeps only the sources with side effects (RANGE/STORE/KERNEL/BARRIER/END/UNROLL), the others
  * are replaced by their own sources */
 static bool has_side_effect(UOp *u) {
   return u->op == OP_RANGE || u->op == OP_STORE || u->op == OP_KERNEL || u->op == OP_BARRIER || u->op == OP_END || u->op == OP_UNROLL;
 }
-RULE(after_side_effects) {
-  UOp *x = m->x;
+RULE(after_side_effects, x) {
   if (!x->nsrc) return index_error("src");
   PtrVec src = {0};
   int rc = ptrvec_push(&src, x->src[0]);
@@ -661,10 +623,9 @@ RULE(after_side_effects) {
   return ret;
 }
 /* AFTER with one source -> the source */
-RULE(after_alone) { return m->s; }
+RULE(after_alone, s) { return s; }
 /* VECTORIZE of CONSTs -> one (V)CONST */
-RULE(vectorize_consts) {
-  UOp *vec = m->vec;
+RULE(vectorize_consts, vec) {
   if (!vec->nsrc) return NULL;
   PyObject *args = PyTuple_New(vec->nsrc);
   for (int k = 0; args && k < vec->nsrc; k++) PyTuple_SET_ITEM(args, k, Py_NewRef(vec->src[k]->arg));
@@ -676,66 +637,58 @@ RULE(vectorize_consts) {
 
 static const RuleDef symbolic_defs[] = {
   /* boolean algebra */
-  {"UPat.var('x', dtype=dtypes.bool) | UPat.var('x').ne(True)", or_not_self},
+  R("UPat.var('x', dtype=dtypes.bool) | UPat.var('x').logical_not()", or_not_self),
   /* combine terms */
-  {"UPat.var('x') * UPat.cvar('c0') + UPat.var('x') * UPat.cvar('c1')", combine_scaled},
-  {"(UPat.var('y') + UPat.var('x') * UPat.cvar('c0')) + UPat.var('x') * UPat.cvar('c1')", y_combine_scaled},
-  {"UPat.var('x') + UPat.var('x') * UPat.cvar('c')", combine_one_scaled},
-  {"(UPat.var('y') + UPat.var('x')) + UPat.var('x') * UPat.cvar('c')", y_combine_one_scaled},
-  {"(UPat.var('y') + UPat.var('x') * UPat.cvar('c')) + UPat.var('x')", y_combine_one_scaled},
-  {"UPat.var('x') + UPat.var('x')", double_x},
-  {"(UPat.var('y') + UPat.var('x')) + UPat.var('x')", y_double_x},
-  {"(UPat.var('x') * UPat.var('x2').reciprocal()) * UPat.var('x3').reciprocal()", merge_divisions},
-  {"-1 * (UPat.var('x') + UPat.cvar('c'))", negate_sum_const},
-  {"UPat.cvar('y') * (UPat.var('x', dtype=dtypes.index) + UPat.cvar('c'))", distribute_const},
+  R("UPat.var('x') * UPat.cvar('c0') + UPat.var('x') * UPat.cvar('c1')", combine_scaled),
+  R("(UPat.var('y') + UPat.var('x') * UPat.cvar('c0')) + UPat.var('x') * UPat.cvar('c1')", y_combine_scaled),
+  R("UPat.var('x') + UPat.var('x') * UPat.cvar('c')", combine_one_scaled),
+  R("(UPat.var('y') + UPat.var('x')) + UPat.var('x') * UPat.cvar('c')", y_combine_one_scaled),
+  R("(UPat.var('y') + UPat.var('x') * UPat.cvar('c')) + UPat.var('x')", y_combine_one_scaled),
+  R("UPat.var('x') + UPat.var('x')", double_x),
+  R("(UPat.var('y') + UPat.var('x')) + UPat.var('x')", y_double_x),
+  R("(UPat.var('x') / UPat.var('x2')) / UPat.var('x3')", merge_divisions),
+  R("-1 * (UPat.var('x') + UPat.cvar('c'))", negate_sum_const),
+  R("UPat.cvar('y') * (UPat.var('x', dtype=dtypes.index) + UPat.cvar('c'))", distribute_const),
   /* where folding */
-  {"UPat.var('cond', dtype=dtypes.bool).ne(True).where(UPat.var('t'), UPat.var('f'))", where_not_cond},
-  {"UPat(GroupOp.Binary, name='alu', src=(" WHERE_C_T_F ", " WHERE_C_TT_FF "))", alu_of_same_gates},
-  {"(UPat.var('y') + " WHERE_C_T_F ") + " WHERE_C_TT_FF, add_of_same_gates},
+  R("UPat.var('cond', dtype=dtypes.bool).logical_not().where(UPat.var('t'), UPat.var('f'))", where_not_cond),
+  R("UPat(GroupOp.Binary, name='alu', src=(" WHERE_C_T_F ", " WHERE_C_TT_FF "))", alu_of_same_gates),
+  R("(UPat.var('y') + " WHERE_C_T_F ") + " WHERE_C_TT_FF, add_of_same_gates),
   /* a single-valued ALU/variable -> CONST */
-  {"UPat(GroupOp.ALU | {Ops.DEFINE_VAR, Ops.SPECIAL}, name='x')", fold_single_value},
-  {"UPat(Ops.RANGE, src=UPat(Ops.CONST), name='x')", fold_single_value},
+  R("UPat(GroupOp.ALU | {Ops.DEFINE_VAR, Ops.SPECIAL}, name='x')", fold_single_value),
+  R("UPat(Ops.RANGE, src=UPat(Ops.CONST), name='x')", fold_single_value),
   /* max folding */
-  {"UPat.maximum(UPat.var('x'), UPat.var('y'))", fold_max},
+  R("UPat.maximum(UPat.var('x'), UPat.var('y'))", fold_max),
   /* two stage ALU folding */
-  {"[UPat.var('x').alu(op, UPat.cvar('c1')).alu(op, UPat.cvar('c2')).named('f') for op in GroupOp.Associative]", fold_two_consts},
-  {"(UPat.cvar('c0') + UPat.var('x')) < UPat.cvar('c1')", lt_move_const},
-  {"(UPat.var('x') // UPat.cvar('c1')) // UPat.cvar('c2')", idiv_idiv},
+  R("[UPat.var('x').alu(op, UPat.cvar('c1')).alu(op, UPat.cvar('c2')).named('f') for op in GroupOp.Associative]", fold_two_consts),
+  R("(UPat.cvar('c0') + UPat.var('x')) < UPat.cvar('c1')", lt_move_const),
+  R("(UPat.var('x') // UPat.cvar('c1')) // UPat.cvar('c2')", idiv_idiv),
   /* lt */
-  {"(UPat.cvar('c0', vec=False) * UPat.var('x', dtype=dtypes.index)) < UPat.cvar('c1', vec=False)", lt_scaled_pos},
-  {"(UPat.cvar('c0', vec=False) * UPat.var('x', dtype=dtypes.index)) < UPat.cvar('c1', vec=False)", lt_scaled_neg},
-  {"(UPat.var('x', dtype=dtypes.index) // UPat.cvar('d', vec=False)) < UPat.cvar('c', vec=False)", lt_of_idiv},
+  R("(UPat.cvar('c0', vec=False) * UPat.var('x', dtype=dtypes.index)) < UPat.cvar('c1', vec=False)", lt_scaled_pos),
+  R("(UPat.cvar('c0', vec=False) * UPat.var('x', dtype=dtypes.index)) < UPat.cvar('c1', vec=False)", lt_scaled_neg),
+  R("(UPat.var('x', dtype=dtypes.index) // UPat.cvar('d', vec=False)) < UPat.cvar('c', vec=False)", lt_of_idiv),
   /* move add/mul consts to the end */
-  {"(UPat.var('x') + UPat.cvar('c1')) + UPat.var('y')", add_const_to_end},
-  {"(UPat.var('x') * UPat.cvar('c1')) * UPat.var('y')", mul_const_to_end},
+  R("(UPat.var('x') + UPat.cvar('c1')) + UPat.var('y')", add_const_to_end),
+  R("(UPat.var('x') * UPat.cvar('c1')) * UPat.var('y')", mul_const_to_end),
   /* generic lt folding */
-  {"UPat.var('x', dtypes.index) < UPat.cvar('c', vec=False)", generic_lt_folding},
-  {"UPat.var('x', dtypes.index) * -1 < UPat.var('y') * -1", lt_of_negations},
-  {"(UPat.var('x', dtypes.index) < 1).ne(True)", simplex_positive},
+  R("UPat.var('x', dtypes.index) < UPat.cvar('c', vec=False)", generic_lt_folding),
+  R("UPat.var('x', dtypes.index) * -1 < UPat.var('y') * -1", lt_of_negations),
+  R("(UPat.var('x', dtypes.index) < 1).ne(True)", simplex_positive),
   /* ranges */
-  {"UPat(Ops.RANGE, src=UPat.var('end'), name='r') % UPat.var('end')", range_mod_end},
-  {"UPat(Ops.RANGE, src=UPat.var('end'), name='r') // UPat.var('end')", range_div_end},
+  R("UPat(Ops.RANGE, src=UPat.var('end'), name='r') % UPat.var('end')", range_mod_end),
+  R("UPat(Ops.RANGE, src=UPat.var('end'), name='r') // UPat.var('end')", range_div_end),
   /* cast/long folding */
-  {"UPat.var('x').cast(name='a').cast(name='b')", cast_through_wider},
-  {"UPat.var('x', dtypes.ints+(dtypes.index,)).cast(dtypes.ints+(dtypes.index,), name='a').cast(name='b')", cast_through_fitting},
-  {"UPat(GroupOp.Binary, src=(UPat.var('x', dtypes.long), UPat.var('y', dtypes.long)), name='u')", long_to_int},
-  {"(UPat.var('x', dtypes.index) + UPat.cvar('c')).cast(dtypes.sints, name='cast')", cast_of_add_const},
+  R("UPat.var('x').cast(name='a').cast(name='b')", cast_through_wider),
+  R("UPat.var('x', dtypes.ints+(dtypes.index,)).cast(dtypes.ints+(dtypes.index,), name='a').cast(name='b')", cast_through_fitting),
+  R("UPat(GroupOp.Binary, src=(UPat.var('x', dtypes.long), UPat.var('y', dtypes.long)), name='u')", long_to_int),
+  R("(UPat.var('x', dtypes.index) + UPat.cvar('c')).cast(dtypes.sints, name='cast')", cast_of_add_const),
   /* AFTER */
-  {"UPat(Ops.AFTER, name='x')", after_side_effects},
-  {"UPat(Ops.AFTER, src=(UPat.var('s'),))", after_alone},
+  R("UPat(Ops.AFTER, name='x')", after_side_effects),
+  R("UPat(Ops.AFTER, src=(UPat.var('s'),))", after_alone),
   /* VECTORIZE/CONST */
-  {"UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name='vec')", vectorize_consts},
+  R("UPat(Ops.VECTORIZE, src=UPat(Ops.CONST), name='vec')", vectorize_consts),
 };
 
 /* ================================ registration ================================ */
-
-static int init_slots(void) {
-  const char *names[] = {"x2", "x3", "tt", "ff", "i", "g1", "g2", "wmma"};
-  int *slots[] = {&SLOT_x2, &SLOT_x3, &SLOT_tt, &SLOT_ff, &SLOT_i, &SLOT_g1, &SLOT_g2, &SLOT_wmma};
-  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-    if ((*slots[k] = capture_slot(names[k])) < 0) return -1;
-  return 0;
-}
 
 /* a + b, stealing both: a new reference, NULL with an error (also when either is NULL) */
 static PatternMatcher *pm_join(PatternMatcher *a, PatternMatcher *b) {
@@ -755,7 +708,6 @@ int tinyc_init_symbolic(PyObject *m) {
   if (!math_mod && !(math_mod = PyImport_ImportModule("math"))) return -1;
   if (!struct_mod && !(struct_mod = PyImport_ImportModule("struct"))) return -1;
   if (!math_gcd && !(math_gcd = PyObject_GetAttrString(math_mod, "gcd"))) return -1;
-  if (init_slots() < 0) return -1;
   if (native_register("propagate_invalid", pm_from_defs(propagate_invalid_defs, N(propagate_invalid_defs))) < 0) return -1;
   /* symbolic_simple = propagate_invalid + its own rules */
   if (native_register("symbolic_simple", pm_join(registered("propagate_invalid"), pm_from_defs(symbolic_simple_defs, N(symbolic_simple_defs)))) < 0)

@@ -7,7 +7,6 @@
 #include "../helpers.h"
 #include <stdlib.h>
 
-static int SLOT_i, SLOT_valid, SLOT_p, SLOT_index, SLOT_alt, SLOT_store, SLOT_noop;
 static bool image_enabled;   /* tinygrad's IMAGE.value > 0, read from the environment at import as tinygrad does */
 static PyObject *math_nan;   /* math.nan itself: tinygrad's const_like(math.nan) keeps that very float object */
 
@@ -16,23 +15,8 @@ static PyObject *math_nan;   /* math.nan itself: tinygrad's const_like(math.nan)
 /* ---------------------------------------------------------------------------------------------- */
 
 /* u.name() / u.name(a) through tinyc's Python-level UOp methods (borrowed, pooled) */
-static UOp *call0(UOp *u, const char *name) { return u ? KEEP(PyObject_CallMethod((PyObject *)u, name, NULL)) : NULL; }
-static UOp *call1(UOp *u, const char *name, PyObject *a) {
-  return u && a ? KEEP(PyObject_CallMethod((PyObject *)u, name, "(O)", a)) : NULL;
-}
-
-/* u.split_uop(sep), appended to out left to right (borrowed nodes: they live under u) */
-static int split_into(UOp *u, Op sep, PtrVec *out) {
-  PtrVec stack = {0};
-  int rc = ptrvec_push(&stack, u);
-  while (rc == 0 && stack.len) {
-    UOp *x = ptrvec_pop(&stack);
-    if (x->op != sep) { rc = ptrvec_push(out, x); continue; }
-    for (int k = x->nsrc - 1; k >= 0 && rc == 0; k--) rc = ptrvec_push(&stack, x->src[k]);
-  }
-  ptrvec_free(&stack);
-  return rc;
-}
+/* buf.index(i): the value INDEX (tinygrad's ptr=False) */
+static UOp *index_value(UOp *buf, UOp *i) { return buf ? u_new(OP_INDEX, dtype_base(buf->dtype), (UOp *[]){buf, i}, 2, NULL) : NULL; }
 
 static bool vec_has(const PtrVec *v, const void *p) {
   for (Py_ssize_t k = 0; k < v->len; k++)
@@ -180,7 +164,7 @@ end:
 static UOp *try_simplex(UOp *uop, UOp *expr, int i) {
   PtrVec leaves = {0}, fakes = {0};
   UOp *ret = uop;
-  if (split_into(expr, OP_ADD, &leaves) < 0) ret = NULL;
+  if (uop_split_uop(expr, OP_ADD, &leaves) < 0) ret = NULL;
   for (Py_ssize_t k = 0; ret && k < leaves.len; k++)
     if (!IN_GROUP(((UOp *)leaves.items[k])->op, Irreducible)) goto end;
   for (Py_ssize_t k = 0; ret && k < leaves.len; k++) {
@@ -198,7 +182,7 @@ static ExprBounds *parse_bounds(UOp *valid, Py_ssize_t *n_out) {
   PtrVec stmts = {0};
   ExprBounds *b = NULL;
   Py_ssize_t n = 0;
-  if (split_into(valid, OP_AND, &stmts) < 0 || !(b = PyMem_Calloc((size_t)stmts.len + 1, sizeof(ExprBounds)))) goto fail;
+  if (uop_split_uop(valid, OP_AND, &stmts) < 0 || !(b = PyMem_Calloc((size_t)stmts.len + 1, sizeof(ExprBounds)))) goto fail;
   for (Py_ssize_t k = 0; k < stmts.len; k++) {
     ParsedValid pv;
     int rc = parse_valid(stmts.items[k], &pv);
@@ -265,7 +249,7 @@ static int valid_priority(UOp *v, const PtrVec *valids, long *out) {
 
 /* the clauses of valid, stably sorted by _valid_priority */
 static int sorted_clauses(UOp *valid, PtrVec *out) {
-  if (split_into(valid, OP_AND, out) < 0) return -1;
+  if (uop_split_uop(valid, OP_AND, out) < 0) return -1;
   long *prio = PyMem_Calloc((size_t)out->len, sizeof(long));
   if (!prio) { PyErr_NoMemory(); return -1; }
   for (Py_ssize_t k = 0; k < out->len; k++)
@@ -282,9 +266,8 @@ static int sorted_clauses(UOp *valid, PtrVec *out) {
 }
 
 /* simplify_valid: each clause (in priority order, deduplicated) simplified given the ones before it */
-static UOp *simplify_valid(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *valid = m->slot[SLOT_valid], *ret_uop = NULL;
+RULE(simplify_valid, valid) {
+  UOp *ret_uop = NULL;
   if (op_in_slice_with_self(valid, opset_of((Op[]){OP_INDEX}, 1)) != 0) return NULL;
   PtrVec valids = {0}, seen = {0}, ret = {0};
   if (sorted_clauses(valid, &valids) < 0) goto end;
@@ -304,13 +287,12 @@ end:
 }
 
 /* gated_given_valid: the gated index simplified given its own gate (not for image index math) */
-static UOp *gated_given_valid(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
+RULE(gated_given_valid, i, x, cond) {
   if (image_enabled) {
-    int has_div = op_in_slice_with_self(m->x, opset_of((Op[]){OP_IDIV, OP_MOD}, 2));
+    int has_div = op_in_slice_with_self(x, opset_of((Op[]){OP_IDIV, OP_MOD}, 2));
     if (has_div != 0) return NULL;
   }
-  return u_where(m->cond, uop_given_valid(m->cond, m->x, false), m->slot[SLOT_i]);
+  return u_where(cond, uop_given_valid(cond, x, false), i);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -321,15 +303,14 @@ static int arg_is_op(PyObject *arg, Op op) { return PyObject_RichCompareBool(arg
 
 /* reduce_mul_chain: factors of the reduced product that do not depend on the reduce's ranges (and,
  * for MAX, are never negative) move out of the REDUCE */
-static UOp *reduce_mul_chain(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r, *ret = NULL;
+RULE(reduce_mul_chain, r) {
+  UOp *ret = NULL;
   int is_add = arg_is_op(r->arg, OP_ADD), is_max = is_add ? 0 : arg_is_op(r->arg, OP_MAX);
   if (is_add < 0 || is_max < 0 || !(is_add || is_max)) return NULL;
   int dtype_differs = PyObject_RichCompareBool((PyObject *)r->dtype, (PyObject *)r->src[0]->dtype, Py_NE);
   if (dtype_differs != 0) return NULL;
   PtrVec factors = {0}, inside = {0}, outside = {0};
-  if (split_into(r->src[0], OP_MUL, &factors) < 0) goto end;
+  if (uop_split_uop(r->src[0], OP_MUL, &factors) < 0) goto end;
   for (Py_ssize_t k = 0; k < factors.len; k++) {
     UOp *f = factors.items[k];
     bool independent = true;
@@ -358,19 +339,18 @@ end:
 }
 
 /* drop_and_clauses: clauses of an index gate that share no range with the index are dropped */
-static UOp *drop_and_clauses(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
+RULE(drop_and_clauses, i, cond, x) {
   PtrVec clauses = {0}, keep = {0};
   PtrMap memo = {0};
   UOp *ret = NULL;
   PyObject *x_ranges = NULL;
-  if (split_into(m->cond, OP_AND, &clauses) < 0 || !(x_ranges = uop_ranges(m->x, &memo))) goto end;
+  if (uop_split_uop(cond, OP_AND, &clauses) < 0 || !(x_ranges = uop_ranges(x, &memo))) goto end;
   for (Py_ssize_t k = 0; k < clauses.len; k++) {
     PyObject *c_ranges = uop_ranges(clauses.items[k], &memo);
     int shares = c_ranges ? ranges_within(c_ranges, x_ranges, false) : -1;
     if (shares < 0 || (shares && ptrvec_push(&keep, clauses.items[k]) < 0)) goto end;
   }
-  if (keep.len < clauses.len) ret = u_where(all_true_and((UOp *const *)keep.items, keep.len), m->x, m->slot[SLOT_i]);
+  if (keep.len < clauses.len) ret = u_where(all_true_and((UOp *const *)keep.items, keep.len), x, i);
 end:
   uop_ranges_memo_free(&memo);
   ptrvec_free(&clauses); ptrvec_free(&keep);
@@ -404,12 +384,12 @@ static int clause_can_move(UOp *c, UOp *x, PyObject *x_ranges, PtrMap *memo) {
 /* where_on_load: c1.where(buf[x], 0) moves the clauses of c1 it can (and drops the ones the index
  * gate has already) into the gate of x */
 static UOp *where_on_load(UOp *c1, UOp *buf, UOp *x) {
-  UOp *c2 = call0(x, "get_valid"), *ret = NULL;
+  UOp *c2 = u_get_valid(x), *ret = NULL;
   if (!c1 || !c2) return NULL;
   PtrVec c1s = {0}, c2s = {0}, dup = {0}, moved = {0}, remaining = {0};
   PtrMap memo = {0};
   PyObject *x_ranges = NULL;
-  if (split_into(c1, OP_AND, &c1s) < 0 || split_into(c2, OP_AND, &c2s) < 0 || !(x_ranges = uop_ranges(x, &memo))) goto end;
+  if (uop_split_uop(c1, OP_AND, &c1s) < 0 || uop_split_uop(c2, OP_AND, &c2s) < 0 || !(x_ranges = uop_ranges(x, &memo))) goto end;
   for (Py_ssize_t k = 0; k < c1s.len; k++)
     if (vec_has(&c2s, c1s.items[k]) && ptrvec_push(&dup, c1s.items[k]) < 0) goto end;
   for (Py_ssize_t k = 0; k < c1s.len; k++) {
@@ -422,7 +402,7 @@ static UOp *where_on_load(UOp *c1, UOp *buf, UOp *x) {
     if (!vec_has(&moved, c1s.items[k]) && !vec_has(&dup, c1s.items[k]) && ptrvec_push(&remaining, c1s.items[k]) < 0) goto end;
   UOp *gate = c2;
   for (Py_ssize_t k = 0; k < moved.len && gate; k++) gate = u_and(gate, moved.items[k]);
-  UOp *load = call1(buf, "index", (PyObject *)call1(call0(x, "get_idx"), "valid", (PyObject *)gate));
+  UOp *load = index_value(buf, u_valid(u_get_idx(x), gate));
   ret = u_where(all_true_and((UOp *const *)remaining.items, remaining.len), load, u_const_likei(load, 0));
 end:
   uop_ranges_memo_free(&memo);
@@ -431,9 +411,9 @@ end:
 }
 
 /* c1.where(buf[x], 0) */
-static UOp *where_then_load(Captures *m, PyObject *ctx) { UNUSED(ctx); return where_on_load(m->c1, m->buf, m->x); }
+RULE(where_then_load, c1, buf, x) { return where_on_load(c1, buf, x); }
 /* c1.where(0, buf[x]) is (not c1).where(buf[x], 0) */
-static UOp *where_else_load(Captures *m, PyObject *ctx) { UNUSED(ctx); return where_on_load(u_not(m->c1), m->buf, m->x); }
+RULE(where_else_load, c1, buf, x) { return where_on_load(u_not(c1), buf, x); }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* xpow (tinygrad/uop/decompositions.py)                                                          */
@@ -457,9 +437,8 @@ static UOp *xpow(UOp *base, UOp *exponent) {
 /* ---------------------------------------------------------------------------------------------- */
 
 /* an ALU of two broadcasts is one scalar ALU, broadcast */
-static UOp *alu_of_broadcasts(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *alu = m->alu, *scalar = u_new(alu->op, dtype_scalar(alu->dtype), (UOp *[]){m->x, m->y}, 2, NULL);
+RULE_MAYBE(alu_of_broadcasts, (alu), x, y) {
+  UOp *scalar = u_new(alu->op, dtype_scalar(alu->dtype), (UOp *[]){x, y}, 2, NULL);
   int n = alu->dtype->count;
   UOp **lanes = scalar ? PyMem_Malloc(sizeof(UOp *) * (size_t)(n ? n : 1)) : NULL;
   if (!lanes) return scalar ? (UOp *)PyErr_NoMemory() : NULL;
@@ -470,21 +449,17 @@ static UOp *alu_of_broadcasts(Captures *m, PyObject *ctx) {
 }
 
 /* x != 0 is x cast to bool */
-static UOp *ne_zero_is_bool(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_cast(m->x, dtype_vec(DTYPE(BOOL), m->x->dtype->count));
+RULE(ne_zero_is_bool, x) {
+  return u_cast(x, dtype_vec(DTYPE(BOOL), x->dtype->count));
 }
 
 /* a cast of a where casts both branches */
-static UOp *cast_into_where(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_where(m->s, u_cast(m->a, m->cast->dtype), u_cast(m->b, m->cast->dtype));
+RULE(cast_into_where, s, a, cast, b) {
+  return u_where(s, u_cast(a, cast->dtype), u_cast(b, cast->dtype));
 }
 
 /* POW is lowered to exp2/log2 */
-static UOp *pow_to_xpow(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *p = m->slot[SLOT_p];
+RULE(pow_to_xpow, p) {
   if (p->nsrc != 2) return (UOp *)PyErr_Format(PyExc_TypeError, "xpow() takes 2 arguments (%d given)", (int)p->nsrc);
   return xpow(p->src[0], p->src[1]);
 }
@@ -492,69 +467,62 @@ static UOp *pow_to_xpow(Captures *m, PyObject *ctx) {
 static UOp *noop(void) { return u_new(OP_NOOP, DTYPE(VOID), NULL, 0, NULL); }
 
 /* storing what was just loaded from the same place does nothing */
-static UOp *store_of_own_load(Captures *m, PyObject *ctx) { UNUSED(m); UNUSED(ctx); return noop(); }
+RULE(store_of_own_load) { return noop(); }
 
 /* store(idx, gate.where(alt, load(idx))) stores alt only where gate holds */
-static UOp *store_gated_alt(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *index = m->slot[SLOT_index], *store = m->slot[SLOT_store];
+RULE(store_gated_alt, index, store, alt, gate) {
   if (index->nsrc < 2) return (UOp *)PyErr_Format(PyExc_IndexError, "tuple index out of range");
   UOp *invalid = KEEP(uop_const(DTYPE(INDEX), Invalid));
-  UOp *gated = call1(index->src[0], "index", (PyObject *)u_where(m->gate, index->src[1], invalid));
+  UOp *gated = index_value(index->src[0], u_where(gate, index->src[1], invalid));
   PyObject *args = gated ? pool_keep(PyTuple_New(store->nsrc - 1)) : NULL;
   if (!args) return NULL;
-  PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)m->slot[SLOT_alt]));
+  PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)alt));
   for (int k = 2; k < store->nsrc; k++) PyTuple_SET_ITEM(args, k - 1, Py_NewRef((PyObject *)store->src[k]));
   PyObject *fn = pool_keep(PyObject_GetAttrString((PyObject *)gated, "store"));
   return fn ? KEEP(PyObject_Call(fn, args, NULL)) : NULL;
 }
 
 /* a LOAD or STORE at an Invalid index: a store does nothing, a load reads 0 */
-static UOp *invalid_access(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return m->x->op == OP_STORE ? noop() : u_const_likei(m->x, 0);
+RULE(invalid_access, x) {
+  return x->op == OP_STORE ? noop() : u_const_likei(x, 0);
 }
 
 /* 1/(x*x) -> (1/x)*(1/x) */
-static UOp *recip_square(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_mul(u_recip(m->x), u_recip(m->x)); }
+RULE(recip_square, x) { return u_mul(u_recip(x), u_recip(x)); }
 /* 1/(x*x*x) -> (1/x)*(1/x)*(1/x) */
-static UOp *recip_cube(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_mul(u_mul(u_recip(m->x), u_recip(m->x)), u_recip(m->x));
+RULE(recip_cube, x) {
+  return u_mul(u_mul(u_recip(x), u_recip(x)), u_recip(x));
 }
 /* 1/(x*c) -> (1/x)*(1/c) */
-static UOp *recip_times_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_mul(u_recip(m->x), u_recip(m->c)); }
+RULE(recip_times_const, x, c) { return u_mul(u_recip(x), u_recip(c)); }
 
 /* 1-d as Python computes it on UOps */
 static UOp *one_minus(UOp *d) { return d ? KEEP(PyNumber_Subtract(n_int(1), (PyObject *)d)) : NULL; }
 /* x*(1/(1+x)) -> 1-1/(1+x) */
-static UOp *x_over_one_plus_x(Captures *m, PyObject *ctx) { UNUSED(ctx); return one_minus(m->d); }
+RULE(x_over_one_plus_x, d) { return one_minus(d); }
 /* x*((1/(1+x))*y) -> y*(1-1/(1+x)) */
-static UOp *x_over_one_plus_x_times(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_mul(m->y, one_minus(m->d)); }
+RULE(x_over_one_plus_x_times, y, d) { return u_mul(y, one_minus(d)); }
 /* x*(1/(1+x)+y) -> (1-1/(1+x))+x*y */
-static UOp *x_over_one_plus_x_plus(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_add(one_minus(m->d), u_mul(m->x, m->y)); }
+RULE(x_over_one_plus_x_plus, d, x, y) { return u_add(one_minus(d), u_mul(x, y)); }
 
 /* a REDUCE ADD of x*c is the REDUCE of x, times c */
-static UOp *const_out_of_reduce(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r, **src = PyMem_Malloc(sizeof(UOp *) * r->nsrc);
+RULE(const_out_of_reduce, r, x, c) {
+  UOp **src = PyMem_Malloc(sizeof(UOp *) * r->nsrc);
   if (!src) return (UOp *)PyErr_NoMemory();
-  src[0] = m->x;
+  src[0] = x;
   for (int k = 1; k < r->nsrc; k++) src[k] = r->src[k];
-  UOp *ret = u_binop(OP_MUL, u_replace_src(r, src, r->nsrc), m->c->arg);
+  UOp *ret = u_binop(OP_MUL, u_replace_src(r, src, r->nsrc), c->arg);
   PyMem_Free(src);
   return ret;
 }
 
 /* a GROUP of one is that one */
-static UOp *group_of_one(Captures *m, PyObject *ctx) { UNUSED(ctx); return m->x; }
+RULE(group_of_one, x) { return x; }
 
 static bool sink_like(Op op) { return op == OP_UNROLL || op == OP_NOOP || op == OP_VECTORIZE || op == OP_SINK; }
 
 /* a SINK/GROUP takes the sources of its UNROLL/NOOP/VECTORIZE/SINK sources in their place */
-static UOp *flatten_sink(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *root = m->root;
+RULE(flatten_sink, root) {
   bool any = false;
   for (int k = 0; k < root->nsrc; k++) any |= sink_like(root->src[k]->op);
   if (!any) return NULL;
@@ -574,11 +542,11 @@ fail:
 }
 
 /* an END of an empty NOOP is the NOOP */
-static UOp *end_of_noop(Captures *m, PyObject *ctx) { UNUSED(ctx); return m->slot[SLOT_noop]; }
+RULE(end_of_noop, noop) { return noop; }
 /* -(x+y) -> -x + -y */
-static UOp *negate_sum(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_add(u_neg(m->x), u_neg(m->y)); }
+RULE(negate_sum, x, y) { return u_add(u_neg(x), u_neg(y)); }
 /* (x+y)*c -> x*c+y*c, for index x */
-static UOp *distribute_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return u_add(u_mul(m->x, m->c), u_mul(m->y, m->c)); }
+RULE(distribute_const, x, c, y) { return u_add(u_mul(x, c), u_mul(y, c)); }
 
 /* ---------------------------------------------------------------------------------------------- */
 /* rule sets                                                                                       */
@@ -587,44 +555,42 @@ static UOp *distribute_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return u
 #define INVALID_GATE "UPat.var('cond').where(UPat.var('x'), UPat(Ops.CONST, arg=Invalid, name='i'))"
 
 static const RuleDef pm_drop_and_clauses_defs[] = {
-  {INVALID_GATE, drop_and_clauses},
+  R(INVALID_GATE, drop_and_clauses),
 };
 
 static const RuleDef pm_move_where_on_load_defs[] = {
-  {"UPat.var('c1').where(UPat.var('buf').index(UPat.var('x')), 0)", where_then_load},
-  {"UPat.var('c1').where(0, UPat.var('buf').index(UPat.var('x')))", where_else_load},
+  R("UPat.var('c1').where(UPat.var('buf').index(UPat.var('x')), 0)", where_then_load),
+  R("UPat.var('c1').where(0, UPat.var('buf').index(UPat.var('x')))", where_else_load),
 };
 
 static const RuleDef pm_simplify_valid_defs[] = {
-  {"UPat(Ops.AND, name='valid')", simplify_valid},
-  {INVALID_GATE, gated_given_valid},
+  R("UPat(Ops.AND, name='valid')", simplify_valid),
+  R(INVALID_GATE, gated_given_valid),
 };
 
 #define ONE_PLUS_X_RECIP "(1 + UPat.var('x')).reciprocal().named('d')"
 static const RuleDef sym_defs[] = {
-  {"UPat(GroupOp.ALU, src=(UPat(Ops.VECTORIZE, src=UPat(name='x')), UPat(Ops.VECTORIZE, src=UPat(name='y'))), name='alu')",
-   alu_of_broadcasts},
-  {"UPat.var('x') != 0", ne_zero_is_bool},
-  {"UPat.var('s').where(UPat.var('a'), UPat.var('b')).cast().named('cast')", cast_into_where},
-  {"UPat(Ops.POW, name='p')", pow_to_xpow},
-  {"UPat.store(UPat(Ops.INDEX, name='index'), UPat.load(UPat(Ops.INDEX, name='index')))", store_of_own_load},
-  {"UPat.store(UPat(Ops.INDEX, name='index'), UPat.var('gate').where(UPat.var('alt'), UPat.load(UPat(Ops.INDEX, name='index'))),"
-   " allow_any_len=True, name='store')", store_gated_alt},
-  {"UPat((Ops.LOAD, Ops.STORE), src=(UPat().index(UPat.const(dtypes.index, Invalid)).or_casted(),), allow_any_len=True, name='x')",
-   invalid_access},
-  {"(UPat.var('x') * UPat.var('x')).reciprocal()", recip_square},
-  {"(UPat.var('x') * UPat.var('x') * UPat.var('x')).reciprocal()", recip_cube},
-  {"(UPat.var('x') * UPat.cvar('c')).reciprocal()", recip_times_const},
-  {"UPat.var('x') * " ONE_PLUS_X_RECIP, x_over_one_plus_x},
-  {"UPat.var('x') * (" ONE_PLUS_X_RECIP " * UPat.var('y'))", x_over_one_plus_x_times},
-  {"UPat.var('x') * (" ONE_PLUS_X_RECIP " + UPat.var('y'))", x_over_one_plus_x_plus},
-  {"(UPat.var('x') * UPat.cvar('c', vec=False)).reduce(arg=Ops.ADD, name='r', allow_any_len=True)", const_out_of_reduce},
-  {"UPat(Ops.MUL).reduce(name='r', allow_any_len=True)", reduce_mul_chain},
-  {"UPat(Ops.GROUP, src=(UPat.var('x'),))", group_of_one},
-  {"UPat((Ops.SINK, Ops.GROUP), name='root')", flatten_sink},
-  {"UPat(Ops.END, src=(UPat(Ops.NOOP, src=(), name='noop'),), allow_any_len=True)", end_of_noop},
-  {"-1 * (UPat.var('x') + UPat.var('y'))", negate_sum},
-  {"(UPat.var('x', dtypes.index) + UPat.var('y')) * UPat.cvar('c')", distribute_const},
+  R("UPat(GroupOp.ALU, src=(UPat(Ops.VECTORIZE, src=UPat(name='x')), UPat(Ops.VECTORIZE, src=UPat(name='y'))), name='alu')", alu_of_broadcasts),
+  R("UPat.var('x') != 0", ne_zero_is_bool),
+  R("UPat.var('s').where(UPat.var('a'), UPat.var('b')).cast().named('cast')", cast_into_where),
+  R("UPat(Ops.POW, name='p')", pow_to_xpow),
+  R("UPat.store(UPat(Ops.INDEX, name='index'), UPat.load(UPat(Ops.INDEX, name='index')))", store_of_own_load),
+  R("UPat.store(UPat(Ops.INDEX, name='index'), UPat.var('gate').where(UPat.var('alt'), UPat.load(UPat(Ops.INDEX, name='index'))),"
+   " allow_any_len=True, name='store')", store_gated_alt),
+  R("UPat((Ops.LOAD, Ops.STORE), src=(UPat().index(UPat.const(dtypes.index, Invalid)).or_casted(),), allow_any_len=True, name='x')", invalid_access),
+  R("(UPat.var('x') * UPat.var('x')).reciprocal()", recip_square),
+  R("(UPat.var('x') * UPat.var('x') * UPat.var('x')).reciprocal()", recip_cube),
+  R("(UPat.var('x') * UPat.cvar('c')).reciprocal()", recip_times_const),
+  R("UPat.var('x') * " ONE_PLUS_X_RECIP, x_over_one_plus_x),
+  R("UPat.var('x') * (" ONE_PLUS_X_RECIP " * UPat.var('y'))", x_over_one_plus_x_times),
+  R("UPat.var('x') * (" ONE_PLUS_X_RECIP " + UPat.var('y'))", x_over_one_plus_x_plus),
+  R("(UPat.var('x') * UPat.cvar('c', vec=False)).reduce(arg=Ops.ADD, name='r', allow_any_len=True)", const_out_of_reduce),
+  R("UPat(Ops.MUL).reduce(name='r', allow_any_len=True)", reduce_mul_chain),
+  R("UPat(Ops.GROUP, src=(UPat.var('x'),))", group_of_one),
+  R("UPat((Ops.SINK, Ops.GROUP), name='root')", flatten_sink),
+  R("UPat(Ops.END, src=(UPat(Ops.NOOP, src=(), name='noop'),), allow_any_len=True)", end_of_noop),
+  R("-1 * (UPat.var('x') + UPat.var('y'))", negate_sum),
+  R("(UPat.var('x', dtypes.index) + UPat.var('y')) * UPat.cvar('c')", distribute_const),
 };
 
 static PyMethodDef sym_functions[] = {
@@ -648,9 +614,6 @@ int tinyc_init_symbolic_sym(PyObject *m) {
   math_nan = math ? PyObject_GetAttrString(math, "nan") : NULL;
   Py_XDECREF(math);
   if (!math_nan || read_image_env() < 0 || PyModule_AddFunctions(m, sym_functions) < 0) return -1;
-  SLOT_i = capture_slot("i"), SLOT_valid = capture_slot("valid"), SLOT_p = capture_slot("p"), SLOT_index = capture_slot("index");
-  SLOT_alt = capture_slot("alt"), SLOT_store = capture_slot("store"), SLOT_noop = capture_slot("noop");
-  if (SLOT_i < 0 || SLOT_valid < 0 || SLOT_p < 0 || SLOT_index < 0 || SLOT_alt < 0 || SLOT_store < 0 || SLOT_noop < 0) return -1;
   PatternMatcher *simplify_valid_pm = registered("pm_simplify_valid", pm_from_defs(pm_simplify_valid_defs, N(pm_simplify_valid_defs)));
   if (!simplify_valid_pm) return -1;
   if (!registered("pm_drop_and_clauses", pm_from_defs(pm_drop_and_clauses_defs, N(pm_drop_and_clauses_defs))) ||

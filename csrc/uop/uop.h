@@ -137,6 +137,27 @@ PyObject *UOp_cast(UOp *self, PyObject *dtype);
 PyObject *UOp_gep(UOp *self, PyObject *i);
 PyObject *uop_broadcast(UOp *self, long count);   /* u.broadcast(count) */
 
+/* ---- the UOp methods native code calls, in C (each Python method calls its function here) ----
+ * New references unless said otherwise; NULL (or -1) with an exception set on error. */
+/* u.split_uop(sep): the leaves of a tree of sep ops, left to right, appended to out (borrowed: they live under u) */
+int uop_split_uop(UOp *u, Op sep, PtrVec *out);
+PyObject *uop_split_uop_list(UOp *u, Op sep);       /* list(u.split_uop(sep)) */
+PyObject *uop_const_factor(UOp *u);                 /* u.const_factor(): a Python int */
+PyObject *uop_divides(UOp *u, PyObject *v);         /* u.divides(v): the quotient UOp, or None */
+PyObject *uop_gcd(PyObject *uops);                  /* UOp.gcd(*uops) of a tuple of UOps */
+int uop_overflows(UOp *u, DType *dtype);            /* u.overflows(dtype): 1, 0, or -1 */
+UOp *uop_bind(UOp *var, PyObject *val);             /* var.bind(val), val an int or a UOp */
+PyObject *uop_unbind(UOp *u);                       /* u.unbind(): the (variable, value) tuple */
+PyObject *uop_sym_infer(UOp *u, PyObject *var_vals);   /* u.sym_infer(var_vals) */
+UOp *uop_simplify(UOp *u);                          /* u.simplify(): graph_rewrite(u, symbolic) */
+PyObject *uop_ssimplify(UOp *u);                    /* u.ssimplify(): the simplified UOp, or the CONST's value */
+UOp *uop_substitute(UOp *u, PyObject *dvars);       /* u.substitute(dvars), dvars a dict */
+PyObject *uop_render(UOp *u, bool simplify);        /* u.render(simplify): str, or None where no rule renders it */
+UOp *uop_invalid(int count);                        /* UOp.invalid(count) */
+UOp *uop_valid(UOp *u, UOp *cond);                  /* u.valid(cond) */
+UOp *uop_get_idx(UOp *u);                           /* u.get_idx() */
+UOp *uop_get_valid(UOp *u);                         /* u.get_valid() */
+
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);
 

@@ -87,9 +87,10 @@ static PyObject *ops_tuple_of(OpSet ops) {
 
 UPat *upat_build(OpSet ops, bool has_ops, DType *const *dtypes, int ndtypes, SrcKind kind, UPat *const *src, int nsrc,
                  PyObject *arg, const char *name, bool allow_any_len) {
-  UPat *p = PyObject_New(UPat, &UPat_Type);
+  UPat *p = PyObject_GC_New(UPat, &UPat_Type);
   if (!p) return NULL;
   memset((char *)p + sizeof(PyObject), 0, sizeof(UPat) - sizeof(PyObject));
+  PyObject_GC_Track(p);
   p->slot = -1;
   p->ops = ops, p->has_ops = has_ops, p->src_kind = kind, p->nsrc = nsrc;
   if (ndtypes) {
@@ -131,11 +132,23 @@ fail:
 }
 
 static void UPat_dealloc(UPat *p) {
+  PyObject_GC_UnTrack(p);
   for (int i = 0; i < p->nsrc; i++) Py_XDECREF(p->src[i]);
   PyMem_Free(p->src); PyMem_Free(p->dtypes); PyMem_Free(p->perms);
   Py_XDECREF(p->op); Py_XDECREF(p->dtype); Py_XDECREF(p->arg); Py_XDECREF(p->name);
   Py_XDECREF(p->in_src); Py_XDECREF(p->custom_early_reject); Py_XDECREF(p->location);
-  PyObject_Free(p);
+  PyObject_GC_Del(p);
+}
+/* a UPat's arg, src and early-reject hook can be any Python objects, so a UPat can be in a reference cycle */
+static int UPat_traverse(UPat *p, visitproc visit, void *arg) {
+  for (int i = 0; i < p->nsrc; i++) Py_VISIT(p->src[i]);
+  Py_VISIT(p->arg); Py_VISIT(p->in_src); Py_VISIT(p->custom_early_reject);
+  return 0;
+}
+/* breaks a cycle through the user's objects; a cleared UPat matches any arg (NULL is "any") */
+static int UPat_clear(UPat *p) {
+  Py_CLEAR(p->arg); Py_CLEAR(p->in_src); Py_CLEAR(p->custom_early_reject);
+  return 0;
 }
 
 /* op argument: an Ops member, or a tuple/set/list of them */
@@ -330,6 +343,55 @@ end:
 }
 
 /* ------------------------------------------------------------------------------------------
+ * What a pattern binds: the check of a native rule's reads against its pattern
+ * ------------------------------------------------------------------------------------------ */
+
+typedef struct { uint64_t bits[MAX_CAPTURES / 64]; } SlotSet;
+
+static bool slotset_has(const SlotSet *s, int slot) { return (s->bits[slot / 64] >> (slot % 64)) & 1; }
+
+/* every: the capture slots bound on every match of p: its own name and every source's (a tuple or a
+ * permutation matches each of its sources), and for UPat.any the names every alternative binds; a repeated
+ * source may match no node at all, so nothing under it is guaranteed. Not every: the slots bound on some match. */
+static void bound_slots(UPat *p, bool every, SlotSet *out) {
+  memset(out, 0, sizeof(*out));
+  if (p->is_any) {
+    for (int i = 0; i < p->nsrc; i++) {
+      SlotSet alt;
+      bound_slots(p->src[i], every, &alt);
+      for (int w = 0; w < MAX_CAPTURES / 64; w++) out->bits[w] = i && every ? out->bits[w] & alt.bits[w] : out->bits[w] | alt.bits[w];
+    }
+    return;
+  }
+  if (p->slot >= 0) out->bits[p->slot / 64] |= (uint64_t)1 << (p->slot % 64);
+  if (every && p->src_kind == SRC_REPEAT) return;
+  for (int i = 0; i < p->nsrc; i++) {
+    SlotSet sub;
+    bound_slots(p->src[i], every, &sub);
+    for (int w = 0; w < MAX_CAPTURES / 64; w++) out->bits[w] |= sub.bits[w];
+  }
+}
+
+int upat_check_reads(UPat *p, const int *reads, const char *rule, const char *pattern) {
+  SlotSet always, sometimes;
+  bound_slots(p, true, &always);
+  bound_slots(p, false, &sometimes);
+  const int *r = reads;
+  for (; *r >= 0; r++)
+    if (!slotset_has(&always, *r)) {
+      PyErr_Format(PyExc_RuntimeError, "native rule %s reads the capture '%U', which its pattern %s does not bind on every match",
+                   rule, name_of_slot[*r], pattern);
+      return -1;
+    }
+  for (r++; *r >= 0; r++)   /* the captures a RULE_MAYBE allows to be unbound: still named by the pattern */
+    if (!slotset_has(&sometimes, *r)) {
+      PyErr_Format(PyExc_RuntimeError, "native rule %s reads the capture '%U', which its pattern %s never binds", rule, name_of_slot[*r], pattern);
+      return -1;
+    }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
  * Calling a rule on a match
  * ------------------------------------------------------------------------------------------ */
 
@@ -422,7 +484,7 @@ static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, U
   PyObject *result = NULL;
   for (; i < n; i++) {
     Rule *rule = pm->rules[pm->by_op[u->op][i]];
-    if (early_rejected(rule, src_ops)) continue;
+    if (early_rejected(rule, src_ops) || (!rule->native && !rule->fn)) continue;
     UPat *p = rule->pat;   /* what match() would reject first, without the call */
     if (!p->is_any) {
       if (!dtype_ok(p, u) || u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) continue;
@@ -462,18 +524,37 @@ PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop
  * PatternMatcher
  * ------------------------------------------------------------------------------------------ */
 
-/* Rules are shared between matchers (pm + pm); each matcher holds a reference count on them
- * through this small header placed before the Rule. */
-typedef struct { Py_ssize_t refs; Rule rule; } RuleBox;
+/* Rules are shared between matchers (pm + pm): each is a small Python object the matchers hold references to, so
+ * that the cycle collector sees a rule's callable once however many matchers share it (a rule's function often
+ * refers to the matcher it is in). */
+typedef struct { PyObject_HEAD Rule rule; } RuleObject;
+#define RULE_OBJECT(r) ((PyObject *)((char *)(r) - offsetof(RuleObject, rule)))
 
-static Rule *rule_ref(Rule *r) { ((RuleBox *)((char *)r - offsetof(RuleBox, rule)))->refs++; return r; }
-static void rule_unref(Rule *r) {
-  RuleBox *box = (RuleBox *)((char *)r - offsetof(RuleBox, rule));
-  if (--box->refs) return;
-  Py_XDECREF(r->pat); Py_XDECREF(r->fn);
-  PyMem_Free(r->names);
-  PyMem_Free(box);
+static Rule *rule_ref(Rule *r) { Py_INCREF(RULE_OBJECT(r)); return r; }
+static void rule_unref(Rule *r) { Py_DECREF(RULE_OBJECT(r)); }
+
+static void RuleObject_dealloc(RuleObject *o) {
+  PyObject_GC_UnTrack(o);
+  Py_XDECREF(o->rule.pat); Py_XDECREF(o->rule.fn);
+  PyMem_Free(o->rule.names);
+  PyObject_GC_Del(o);
 }
+static int RuleObject_traverse(RuleObject *o, visitproc visit, void *arg) {
+  Py_VISIT(o->rule.pat); Py_VISIT(o->rule.fn);
+  return 0;
+}
+/* a cleared Python rule (no fn, no native function) never fires */
+static int RuleObject_clear(RuleObject *o) { Py_CLEAR(o->rule.fn); return 0; }
+static PyTypeObject RuleObject_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc._Rule",
+  .tp_basicsize = sizeof(RuleObject),
+  .tp_dealloc = (destructor)RuleObject_dealloc,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+  .tp_doc = "one rule of PatternMatchers: a UPat and its rewrite",
+  .tp_traverse = (traverseproc)RuleObject_traverse,
+  .tp_clear = (inquiry)RuleObject_clear,
+};
 
 /* the capture slots named anywhere in a pattern, each once */
 static int collect_names(UPat *p, int *names, int *n) {
@@ -491,10 +572,11 @@ static int collect_names(UPat *p, int *names, int *n) {
 }
 
 static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
-  RuleBox *box = PyMem_Calloc(1, sizeof(RuleBox));
+  RuleObject *box = PyObject_GC_New(RuleObject, &RuleObject_Type);
   int names[MAX_CAPTURES], n = 0;
-  if (!box) return (Rule *)PyErr_NoMemory();
-  box->refs = 1;
+  if (!box) return NULL;
+  memset(&box->rule, 0, sizeof(Rule));
+  PyObject_GC_Track(box);
   Rule *r = &box->rule;
   r->pat = (UPat *)Py_NewRef(pat), r->fn = Py_XNewRef(fn), r->native = native;
   if (collect_names(pat, names, &n) < 0 || !(r->names = PyMem_Malloc(sizeof(int) * (size_t)(n ? n : 1)))) {
@@ -533,9 +615,10 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
 }
 
 static PatternMatcher *pm_alloc(int nrules) {
-  PatternMatcher *pm = PyObject_New(PatternMatcher, &PatternMatcher_Type);
+  PatternMatcher *pm = PyObject_GC_New(PatternMatcher, &PatternMatcher_Type);
   if (!pm) return NULL;
   memset((char *)pm + sizeof(PyObject), 0, sizeof(PatternMatcher) - sizeof(PyObject));
+  PyObject_GC_Track(pm);
   if (nrules && !(pm->rules = PyMem_Calloc((size_t)nrules, sizeof(Rule *)))) { Py_DECREF(pm); return (PatternMatcher *)PyErr_NoMemory(); }
   return pm;
 }
@@ -607,12 +690,26 @@ static PyObject *PatternMatcher_new(PyTypeObject *type, PyObject *args, PyObject
   return (PyObject *)pm;
 }
 
-static void PatternMatcher_dealloc(PatternMatcher *pm) {
-  for (int i = 0; i < pm->nrules; i++) rule_unref(pm->rules[i]);
+/* drops the rules: a cleared matcher matches nothing */
+static int PatternMatcher_clear(PatternMatcher *pm) {
+  int n = pm->nrules;
+  pm->nrules = 0;
+  for (int op = 0; op < OP_COUNT; op++) PyMem_Free(pm->by_op[op]), pm->by_op[op] = NULL, pm->n_by_op[op] = 0;
+  for (int i = 0; i < n; i++) if (pm->rules[i]) rule_unref(pm->rules[i]);
   PyMem_Free(pm->rules);
-  for (int op = 0; op < OP_COUNT; op++) PyMem_Free(pm->by_op[op]);
-  Py_XDECREF(pm->patterns);
-  PyObject_Free(pm);
+  pm->rules = NULL;
+  Py_CLEAR(pm->patterns);
+  return 0;
+}
+static int PatternMatcher_traverse(PatternMatcher *pm, visitproc visit, void *arg) {
+  for (int i = 0; i < pm->nrules; i++) if (pm->rules[i]) Py_VISIT(RULE_OBJECT(pm->rules[i]));
+  Py_VISIT(pm->patterns);
+  return 0;
+}
+static void PatternMatcher_dealloc(PatternMatcher *pm) {
+  PyObject_GC_UnTrack(pm);
+  PatternMatcher_clear(pm);
+  PyObject_GC_Del(pm);
 }
 
 static PyObject *PatternMatcher_add(PyObject *a, PyObject *b) {
@@ -662,7 +759,9 @@ PyTypeObject PatternMatcher_Type = {
   .tp_basicsize = sizeof(PatternMatcher),
   .tp_dealloc = (destructor)PatternMatcher_dealloc,
   .tp_as_number = &pm_as_number,
-  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+  .tp_traverse = (traverseproc)PatternMatcher_traverse,
+  .tp_clear = (inquiry)PatternMatcher_clear,
   .tp_doc = "PatternMatcher([(UPat, fn), ...]): rules tried in order, dispatched on the root op",
   .tp_methods = pm_methods,
   .tp_getset = pm_getset,
@@ -907,6 +1006,23 @@ static PyObject *upat_nb_sub(PyObject *a, PyObject *b) {
   return ret;
 }
 
+/* a / b = a * ufix(b).reciprocal(); a number over a pattern, ufix(a) * b.reciprocal() (the math mixin's div) */
+static PyObject *upat_nb_truediv(PyObject *a, PyObject *b) {
+  bool reverse = !UPat_Check(a);
+  UPat *self = (UPat *)(reverse ? b : a);
+  PyObject *x = reverse ? a : b;
+  if (UOp_Check(x)) Py_RETURN_NOTIMPLEMENTED;
+  PyObject *ux = upat_ufix(self, x), *recip = NULL, *ret = NULL;
+  PyObject *num = reverse ? ux : (PyObject *)self, *den = reverse ? (PyObject *)self : ux;
+  if (ux) recip = upat_alu(OP_RECIPROCAL, &den, 1);
+  if (recip) {
+    PyObject *src[2] = {num, recip};
+    ret = upat_alu(OP_MUL, src, 2);
+  }
+  Py_XDECREF(ux); Py_XDECREF(recip);
+  return ret;
+}
+
 static PyObject *upat_richcompare(PyObject *a, PyObject *b, int cmp) {
   if (cmp == Py_EQ) { if (a == b) Py_RETURN_TRUE; Py_RETURN_NOTIMPLEMENTED; }
   if (!UPat_Check(a)) Py_RETURN_NOTIMPLEMENTED;
@@ -918,6 +1034,7 @@ static PyObject *upat_richcompare(PyObject *a, PyObject *b, int cmp) {
 }
 
 static PyObject *UPat_ne(UPat *self, PyObject *x) { return upat_binop(OP_CMPNE, (PyObject *)self, x); }
+static PyObject *UPat_logical_not(UPat *self, PyObject *unused) { UNUSED(unused); return upat_binop(OP_CMPNE, (PyObject *)self, Py_True); }
 static PyObject *UPat_maximum(UPat *self, PyObject *x) { return upat_binop(OP_MAX, (PyObject *)self, x); }
 static PyObject *UPat_where(UPat *self, PyObject *args) {
   PyObject *x, *y;
@@ -990,6 +1107,7 @@ static PyMethodDef upat_methods[] = {
   {"broadcast", VK(UPat_broadcast), NULL}, {"contiguous", VK(UPat_contiguous), NULL}, {"after", VK(UPat_after), NULL},
   {"end", VK(UPat_end), NULL}, {"const_like", (PyCFunction)UPat_const_like, METH_O, NULL},
   {"alu", (PyCFunction)UPat_alu, METH_VARARGS, NULL}, {"ne", (PyCFunction)UPat_ne, METH_O, NULL},
+  {"logical_not", (PyCFunction)UPat_logical_not, METH_NOARGS, NULL},
   {"maximum", (PyCFunction)UPat_maximum, METH_O, NULL}, {"where", (PyCFunction)UPat_where, METH_VARARGS, NULL},
   {"reciprocal", (PyCFunction)UPat_reciprocal, METH_NOARGS, NULL}, {"sqrt", (PyCFunction)UPat_sqrt, METH_NOARGS, NULL},
   {"exp2", (PyCFunction)UPat_exp2, METH_NOARGS, NULL}, {"log2", (PyCFunction)UPat_log2, METH_NOARGS, NULL},
@@ -1009,7 +1127,7 @@ static PyGetSetDef upat_getset[] = {
 
 static PyNumberMethods upat_as_number = {
   .nb_add = upat_nb_add, .nb_subtract = upat_nb_sub, .nb_multiply = upat_nb_mul, .nb_remainder = upat_nb_mod,
-  .nb_floor_divide = upat_nb_floordiv, .nb_and = upat_nb_and, .nb_or = upat_nb_or, .nb_xor = upat_nb_xor,
+  .nb_floor_divide = upat_nb_floordiv, .nb_true_divide = upat_nb_truediv, .nb_and = upat_nb_and, .nb_or = upat_nb_or, .nb_xor = upat_nb_xor,
   .nb_lshift = upat_nb_lshift, .nb_rshift = upat_nb_rshift,
 };
 
@@ -1020,7 +1138,9 @@ PyTypeObject UPat_Type = {
   .tp_dealloc = (destructor)UPat_dealloc,
   .tp_as_number = &upat_as_number,
   .tp_richcompare = upat_richcompare,
-  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+  .tp_traverse = (traverseproc)UPat_traverse,
+  .tp_clear = (inquiry)UPat_clear,
   .tp_doc = "UPat(op=None, dtype=None, src=None, arg=None, name=None, allow_any_len=False, custom_early_reject=None)",
   .tp_methods = upat_methods,
   .tp_getset = upat_getset,
@@ -1037,7 +1157,7 @@ int tinyc_init_upat(PyObject *m) {
   for (int i = 0; i < CAP_FIXED; i++)
     if (capture_slot(fixed[i]) != i) return -1;
   UPat_Type.tp_hash = PyBaseObject_Type.tp_hash;
-  if (PyType_Ready(&UPat_Type) < 0 || PyType_Ready(&PatternMatcher_Type) < 0) return -1;
+  if (PyType_Ready(&UPat_Type) < 0 || PyType_Ready(&PatternMatcher_Type) < 0 || PyType_Ready(&RuleObject_Type) < 0) return -1;
   if (!(BottomUpGate = PyErr_NewException("tinyc.BottomUpGate", NULL, NULL))) return -1;
   return tinyc_add(m, "UPat", (PyObject *)&UPat_Type) < 0 || tinyc_add(m, "PatternMatcher", (PyObject *)&PatternMatcher_Type) < 0 ||
          tinyc_add(m, "BottomUpGate", BottomUpGate) < 0 ? -1 : tinyc_init_rewrite(m);

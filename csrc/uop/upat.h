@@ -5,10 +5,13 @@
 #include "uop.h"
 
 /* Captures: a pattern names the nodes it binds; every distinct name gets one slot, program-wide.
- * The names tinygrad's rule files use most have fixed slots, so a C rule reads `m->x`, `m->c1`. */
+ * Every name a native rule reads has a fixed slot here, so a rule reads it as `m->x` (see RULE in native.h). */
 #define CAPTURE_NAMES(X) X(x) X(y) X(z) X(c) X(c0) X(c1) X(c2) X(c3) X(d) X(d1) X(d2) X(a) X(b) X(u) X(v) \
   X(w) X(r) X(s) X(g) X(n) X(k) X(e) X(f) X(t) X(idx) X(buf) X(gate) X(cond) X(val) X(root) X(alu) X(ld) X(st) \
-  X(var) X(rng) X(base) X(acc) X(out) X(ex) X(gep) X(vec) X(cast) X(bc) X(src) X(mul) X(add) X(lt) X(ne) X(m1)
+  X(var) X(rng) X(base) X(acc) X(out) X(ex) X(gep) X(vec) X(cast) X(bc) X(src) X(mul) X(add) X(lt) X(ne) X(m1) \
+  X(x2) X(x3) X(tt) X(ff) X(i) X(i1) X(i2) X(g1) X(g2) X(wmma) X(bidx) X(cast_root) X(alt) X(buf_view) X(cat) \
+  X(con) X(copy) X(cut) X(data) X(dg) X(end) X(expr) X(index) X(inner) X(key) X(l) X(lin) X(lower) X(ls) X(m) \
+  X(midx) X(multi) X(mv) X(noop) X(outer) X(p) X(prg) X(red) X(sink) X(source) X(sto) X(store) X(upper) X(valid)
 enum {
 #define X(n) CAP_##n,
   CAPTURE_NAMES(X)
@@ -76,6 +79,9 @@ extern PyObject *BottomUpGate;
 
 /* ---- building patterns and rule sets in C (native rules) ---- */
 int capture_slot(const char *name);                       /* slot of a name, registering it */
+/* 0 when p binds the capture slots of reads on every match (reads: those slots, -1, then the slots that may be
+ * unbound but must be named in p, -1); else -1 with a RuntimeError naming the rule, the capture and the pattern */
+int upat_check_reads(UPat *p, const int *reads, const char *rule, const char *pattern);
 UPat *upat_build(OpSet ops, bool has_ops, DType *const *dtypes, int ndtypes, SrcKind kind, UPat *const *src, int nsrc,
                  PyObject *arg, const char *name, bool allow_any_len);   /* steals nothing; NULL on error */
 PatternMatcher *pm_new_native(const UPat *const *pats, const NativeFn *fns, int n);  /* steals the pattern refs */

@@ -25,35 +25,24 @@ static UOp *with_src(UOp *u, int at, UOp *first, DType *dt) {
 /* ---- pm_add_loads ---- */
 
 /* an INDEX that yields a value (not a pointer) becomes a pointer INDEX followed by a LOAD */
-static UOp *add_load_to_index(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *idx = m->idx;
+RULE(add_load_to_index, idx) {
   if (idx->dtype->is_ptr) return NULL;
   UOp *ptr_idx = u_replace(idx, idx->src[0]->dtype, idx->src, (int)idx->nsrc);
   return u_new(OP_LOAD, dtype_base(idx->dtype), &ptr_idx, 1, Py_None);
 }
 
 /* a STORE whose target is a LOAD stores through the LOAD's pointer instead */
-static UOp *store_through_load(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return with_src(m->s, 0, m->s->src[0]->src[0], m->s->dtype);
+RULE(store_through_load, s) {
+  return with_src(s, 0, s->src[0]->src[0], s->dtype);
 }
 
 static const RuleDef pm_add_loads_defs[] = {
-  {"UPat(Ops.INDEX, name='idx')", add_load_to_index},
-  {"UPat(Ops.STORE, src=(UPat(Ops.LOAD),), allow_any_len=True, name='s')", store_through_load},
+  R("UPat(Ops.INDEX, name='idx')", add_load_to_index),
+  R("UPat(Ops.STORE, src=(UPat(Ops.LOAD),), allow_any_len=True, name='s')", store_through_load),
 };
-
-static int SLOT_midx, SLOT_sto, SLOT_data, SLOT_ls, SLOT_cat, SLOT_red, SLOT_wmma, SLOT_l;
 
 /* ---- small builders ---- */
 
-static UOp *call0(UOp *u, const char *name) { return u ? KEEP(PyObject_CallMethod((PyObject *)u, name, NULL)) : NULL; }
-static UOp *get_idx(UOp *u) { return call0(u, "get_idx"); }
-static UOp *get_valid(UOp *u) { return call0(u, "get_valid"); }
-static UOp *u_valid(UOp *u, UOp *cond) {
-  return u && cond ? KEEP(PyObject_CallMethod((PyObject *)u, "valid", "O", (PyObject *)cond)) : NULL;
-}
 /* buf.index(i, ptr=True) */
 static UOp *index_ptr(UOp *buf, UOp *i) {
   UOp *src[2] = {buf, i};
@@ -101,9 +90,8 @@ static void ulist_free(UList *l) { PyMem_Free(l->items); }
 /* ---- load_store_folding ---- */
 
 /* INDEX of a broadcast buffer by a vector index: one pointer INDEX per lane, vectorized */
-static UOp *expand_index(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *buf = m->buf, *vec = m->vec, *r = NULL;
+RULE_MAYBE(expand_index, (vec), buf) {
+  UOp *r = NULL;
   UList lanes = {0};
   int n = vec->dtype->count, ok = 0;
   for (int i = 0; i < n && ok == 0; i++) ok = ulist_push(&lanes, index_ptr(buf, u_gep(vec, n_int(i))));
@@ -114,7 +102,7 @@ static UOp *expand_index(Captures *m, PyObject *ctx) {
 
 /* the grouping key and offset of one lane's index: (valid, root) and the constant added to root */
 static int lane_key(UOp *lane, PyObject **key, PyObject **off) {
-  UOp *idx = get_idx(lane->src[1]), *valid = get_valid(lane->src[1]);
+  UOp *idx = u_get_idx(lane->src[1]), *valid = u_get_valid(lane->src[1]);
   if (!idx || !valid) return -1;
   PyObject *root;
   if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST) root = (PyObject *)idx->src[0], *off = idx->src[1]->arg;
@@ -182,9 +170,8 @@ static int emit_runs(UOp *midx, PyObject *offs, UList *ret, PyObject *idxs, long
 }
 
 /* a VECTORIZE of pointer INDEXes into one buffer: group consecutive offsets into vector pointers, PTRCAT, GEP */
-static UOp *fold_expanded_index(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *midx = m->slot[SLOT_midx], *buf = midx->src[0]->src[0], *r = NULL;
+RULE(fold_expanded_index, midx) {
+  UOp *buf = midx->src[0]->src[0], *r = NULL;
   for (int i = 0; i < (int)midx->nsrc; i++) {
     if (midx->src[i]->src[0] != buf || !midx->src[i]->dtype->is_ptr) return NULL;
   }
@@ -208,17 +195,13 @@ end:
 }
 
 /* a LOAD through a GEP of pointers loads the vector and GEPs the value */
-static UOp *gep_after_load(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *gep = m->gep, *ld = m->ld;
+RULE(gep_after_load, gep, ld) {
   DType *dt = dtype_vec(dtype_scalar(ld->dtype), gep->dtype->count);
   return u_gep(with_src(ld, 0, gep->src[0], dt), gep->arg);
 }
 
 /* a STORE through a GEP of pointers stores the data GEPed by the inverse permutation */
-static UOp *gep_on_store(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *gep = m->gep, *sto = m->slot[SLOT_sto];
+RULE(gep_on_store, sto, gep, st) {
   PyObject *inverse = pool_keep(PyDict_New());
   for (Py_ssize_t i = 0; inverse && i < PyTuple_GET_SIZE(gep->arg); i++) {
     PyObject *pos = pool_keep(PyLong_FromSsize_t(i));
@@ -230,13 +213,12 @@ static UOp *gep_on_store(Captures *m, PyObject *ctx) {
   for (Py_ssize_t i = 0; new_arg && i < PyList_GET_SIZE(items); i++) {
     PyTuple_SET_ITEM(new_arg, i, Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 1)));
   }
-  return new_arg ? store_with(gep->src[0], u_gep(m->st, new_arg), sto->src + 2, (int)sto->nsrc - 2) : NULL;
+  return new_arg ? store_with(gep->src[0], u_gep(st, new_arg), sto->src + 2, (int)sto->nsrc - 2) : NULL;
 }
 
 /* a LOAD through a PTRCAT is a CAT of LOADs, one per pointer */
-static UOp *ptrcat_after_load(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *cat = m->slot[SLOT_cat], *ld = m->ld, *r = NULL;
+RULE(ptrcat_after_load, cat, ld) {
+  UOp *r = NULL;
   UList loads = {0};
   int ok = 0;
   for (int i = 0; i < (int)cat->nsrc && ok == 0; i++) ok = ulist_push(&loads, with_src(ld, 0, cat->src[i], dtype_base(cat->src[i]->dtype)));
@@ -246,9 +228,8 @@ static UOp *ptrcat_after_load(Captures *m, PyObject *ctx) {
 }
 
 /* a STORE through a PTRCAT is a group of STOREs, each of its slice of the data */
-static UOp *cat_after_store(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *cat = m->slot[SLOT_cat], *data = m->slot[SLOT_data], *sto = m->slot[SLOT_sto], *r = NULL;
+RULE(cat_after_store, cat, data, sto) {
+  UOp *r = NULL;
   UList stores = {0};
   int ok = 0, offset = 0;
   for (int i = 0; i < (int)cat->nsrc && ok == 0; i++) {
@@ -262,12 +243,12 @@ static UOp *cat_after_store(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef load_store_folding_defs[] = {
-  {"UPat(Ops.INDEX, src=(UPat(Ops.VECTORIZE, src=UPat(GroupOp.Defines).or_after('buf')), UPat.var('vec')))", expand_index},
-  {"UPat(Ops.VECTORIZE, src=UPat(Ops.INDEX), name='midx')", fold_expanded_index},
-  {"UPat(Ops.LOAD, src=(UPat(Ops.GEP, name='gep'),), name='ld', allow_any_len=True)", gep_after_load},
-  {"UPat(Ops.STORE, src=(UPat(Ops.GEP, name='gep'), UPat.var('st')), allow_any_len=True, name='sto')", gep_on_store},
-  {"UPat(Ops.LOAD, src=(UPat(Ops.PTRCAT, name='cat'),), name='ld', allow_any_len=True)", ptrcat_after_load},
-  {"UPat(Ops.STORE, src=(UPat(Ops.PTRCAT, name='cat'), UPat(name='data')), allow_any_len=True, name='sto')", cat_after_store},
+  R("UPat(Ops.INDEX, src=(UPat(Ops.VECTORIZE, src=UPat(GroupOp.Defines).or_after('buf')), UPat.var('vec')))", expand_index),
+  R("UPat(Ops.VECTORIZE, src=UPat(Ops.INDEX), name='midx')", fold_expanded_index),
+  R("UPat(Ops.LOAD, src=(UPat(Ops.GEP, name='gep'),), name='ld', allow_any_len=True)", gep_after_load),
+  R("UPat(Ops.STORE, src=(UPat(Ops.GEP, name='gep'), UPat.var('st')), allow_any_len=True, name='sto')", gep_on_store),
+  R("UPat(Ops.LOAD, src=(UPat(Ops.PTRCAT, name='cat'),), name='ld', allow_any_len=True)", ptrcat_after_load),
+  R("UPat(Ops.STORE, src=(UPat(Ops.PTRCAT, name='cat'), UPat(name='data')), allow_any_len=True, name='sto')", cat_after_store),
 };
 
 /* ---- correct_load_store ---- */
@@ -308,21 +289,19 @@ static int fold_lengths(PyObject *ctx, DType *bufdt, int *lengths, bool *must_di
 }
 
 /* a LOAD/STORE of a vector through a casted pointer is split into the widest pieces the offset allows */
-static UOp *split_load_store(Captures *m, PyObject *ctx) {
-  UOp *ls = m->slot[SLOT_ls], *idx = m->idx, *buf = idx->src[0], *r = NULL;
+RULE(split_load_store, ls, idx) {
+  UOp *buf = idx->src[0], *r = NULL;
   int sz = ls->src[0]->dtype->count, lengths[8], usable[8], nusable = 0;
   bool must_divide;
   if (sz == 1) return NULL;
   int n = fold_lengths(ctx, buf->dtype, lengths, &must_divide);
-  UOp *offset = get_idx(idx->src[1]), *mask = get_valid(idx->src[1]);
+  UOp *offset = u_get_idx(idx->src[1]), *mask = u_get_valid(idx->src[1]);
   if (n < 0 || !offset || !mask) return NULL;
   for (int i = 0; i < n; i++) {
     if (must_divide) {
-      PyObject *d = PyObject_CallMethod((PyObject *)offset, "divides", "i", lengths[i]);
+      PyObject *d = pool_keep(uop_divides(offset, n_int(lengths[i])));
       if (!d) return NULL;
-      bool divides = d != Py_None;
-      Py_DECREF(d);
-      if (!divides) continue;
+      if (d == Py_None) continue;
     }
     usable[nusable++] = lengths[i];
   }
@@ -347,7 +326,7 @@ end:
 }
 
 static const RuleDef correct_load_store_defs[] = {
-  {"UPat((Ops.LOAD, Ops.STORE), src=(UPat(Ops.INDEX, name='idx').cast(),), name='ls', allow_any_len=True)", split_load_store},
+  R("UPat((Ops.LOAD, Ops.STORE), src=(UPat(Ops.INDEX, name='idx').cast(),), name='ls', allow_any_len=True)", split_load_store),
 };
 
 /* ---- load_store_indexing ---- */
@@ -359,32 +338,29 @@ static UOp *simplify_valid_load(UOp *buf, UOp *start_idx, UOp *valid) {
   if (!idx || idx == start_idx) return NULL;
   return index_ptr(buf, u_valid(idx, valid));
 }
-static UOp *simplify_gated_index(Captures *m, PyObject *ctx) { UNUSED(ctx); return simplify_valid_load(m->buf, m->x, m->cond); }
+RULE(simplify_gated_index, buf, x, cond) { return simplify_valid_load(buf, x, cond); }
 /* after the index is lowered to int64, the gate is the INDEX's third source */
-static UOp *simplify_long_index(Captures *m, PyObject *ctx) { UNUSED(ctx); return simplify_valid_load(m->buf, m->x, m->c); }
+RULE(simplify_long_index, buf, x, c) { return simplify_valid_load(buf, x, c); }
 
 /* an INDEX gated by the constant True drops the gate */
-static UOp *drop_true_gate(Captures *m, PyObject *ctx) { UNUSED(ctx); return index_ptr(m->buf, m->x); }
+RULE(drop_true_gate, buf, x) { return index_ptr(buf, x); }
 
 static const RuleDef load_store_indexing_defs[] = {
-  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('cond').where(UPat.var('x'), UPat(Ops.CONST, arg=Invalid, name='i'))))", simplify_gated_index},
-  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('x', dtypes.long), UPat.var('c', dtypes.bool)))", simplify_long_index},
-  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('x'), UPat.const(dtypes.bool, True)),)", drop_true_gate},
+  R("UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('cond').where(UPat.var('x'), UPat(Ops.CONST, arg=Invalid, name='i'))))", simplify_gated_index),
+  R("UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('x', dtypes.long), UPat.var('c', dtypes.bool)))", simplify_long_index),
+  R("UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('x'), UPat.const(dtypes.bool, True)),)", drop_true_gate),
 };
 
 /* ---- devectorize ---- */
 
 /* a CAST under an AFTER moves outside it */
-static UOp *cast_after_after(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *c = m->c, *a = m->a;
+RULE(cast_after_after, c, a) {
   return u_cast(with_src(a, 0, c->src[0], c->src[0]->dtype), c->dtype);
 }
 
 /* an ALU/CAST/BITCAST on vectors becomes a VECTORIZE of per-lane scalar ops (not an image index's Invalid gate) */
-static UOp *no_vectorized_alu(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *alu = m->alu, *r = NULL, *lane_src[3];
+RULE(no_vectorized_alu, alu) {
+  UOp *r = NULL, *lane_src[3];
   int cnt = dtype_vcount(alu->dtype);
   if (cnt == 1) return NULL;
   if (alu->op == OP_WHERE && alu->src[2]->arg == Invalid) return NULL;
@@ -413,9 +389,8 @@ static long upcast_size(PyObject *axes) {
 }
 
 /* a WMMA over several output groups becomes one WMMA per group, their lanes vectorized */
-static UOp *no_vectorized_wmma(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *wmma = m->slot[SLOT_wmma], *r = NULL, *tsrc[3];
+RULE(no_vectorized_wmma, wmma) {
+  UOp *r = NULL, *tsrc[3];
   PyObject *upcasts = PyTuple_Check(wmma->arg) ? PyTuple_GetItem(wmma->arg, 6) : NULL;
   if (!upcasts || !PyTuple_Check(upcasts) || PyTuple_GET_SIZE(upcasts) == 0) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "WMMA arg[6] must be a tuple of upcast axes");
@@ -443,29 +418,24 @@ static UOp *no_vectorized_wmma(Captures *m, PyObject *ctx) {
 }
 
 /* a local/register buffer of vectors becomes one of scalars, cast back to the vector pointer */
-static UOp *no_vectorized_buf(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *buf = m->buf;
+RULE(no_vectorized_buf, buf) {
   DType *dt = buf->dtype;
   DType *scalar_ptr = dtype_ptr(dtype_scalar(dt->base), dt->size * dt->count, dt->addrspace);
   return u_cast(u_replace(buf, scalar_ptr, buf->src, (int)buf->nsrc), dt);
 }
 
 /* idx.broadcast(cnt)*cnt + (0, 1, ..., cnt-1) indexes the scalar lanes of a vector buffer */
-static UOp *no_vectorized_index(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int cnt = m->cast->dtype->count;
+RULE(no_vectorized_index, cast, idx, buf) {
+  int cnt = cast->dtype->count;
   UOp *lanes = u_const(dtype_vec(DTYPE(INDEX), cnt), int_range(0, cnt));
-  UOp *bidx = KEEP(PyObject_CallMethod((PyObject *)m->idx, "broadcast", "i", cnt));
-  UOp *bbuf = KEEP(PyObject_CallMethod((PyObject *)m->buf, "broadcast", "i", cnt));
+  UOp *bidx = u_broadcast(idx, cnt), *bbuf = u_broadcast(buf, cnt);
   return index_ptr(bbuf, u_add(u_muli(bidx, cnt), lanes));
 }
 
 /* the same through a broadcast or GEP of the casted buffer */
-static UOp *no_vectorized_index_broadcast(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *bcast = m->bc;
-  int cnt = m->cast->dtype->count, precnt = dtype_vcount(bcast->dtype);
+RULE_MAYBE(no_vectorized_index_broadcast, (bc, idx), cast, buf) {
+  UOp *bcast = bc;
+  int cnt = cast->dtype->count, precnt = dtype_vcount(bcast->dtype);
   PyObject *gep_arg = pool_keep(PyTuple_New((Py_ssize_t)cnt * precnt));
   PyObject *sum_arg = pool_keep(PyTuple_New((Py_ssize_t)cnt * precnt));
   for (int i = 0; gep_arg && sum_arg && i < cnt; i++) {
@@ -477,22 +447,20 @@ static UOp *no_vectorized_index_broadcast(Captures *m, PyObject *ctx) {
     }
   }
   if (!gep_arg || !sum_arg || PyErr_Occurred()) return NULL;
-  UOp *bbuf = KEEP(PyObject_CallMethod((PyObject *)m->buf, "broadcast", "i", cnt * precnt));
+  UOp *bbuf = u_broadcast(buf, (long)cnt * precnt);
   UOp *lanes = u_const(dtype_vec(DTYPE(INDEX), cnt * precnt), sum_arg);
-  return index_ptr(bbuf, u_add(u_muli(u_gep(m->idx, gep_arg), cnt), lanes));
+  return index_ptr(bbuf, u_add(u_muli(u_gep(idx, gep_arg), cnt), lanes));
 }
 
 static const RuleDef devectorize_defs[] = {
-  {"UPat(Ops.CAST, name='c').f(Ops.AFTER, allow_any_len=True, name='a')", cast_after_after},
-  {"UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST), name='alu')", no_vectorized_alu},
-  {"UPat(Ops.WMMA, name='wmma')", no_vectorized_wmma},
+  R("UPat(Ops.CAST, name='c').f(Ops.AFTER, allow_any_len=True, name='a')", cast_after_after),
+  R("UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST), name='alu')", no_vectorized_alu),
+  R("UPat(Ops.WMMA, name='wmma')", no_vectorized_wmma),
   /* devectorize_buf_and_index */
-  {"UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG), name='buf')", no_vectorized_buf},
-  {"UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG)).or_after('buf').cast(name='cast').index(UPat.var('idx'))", no_vectorized_index},
-  {"UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG)).or_after('buf').cast(name='cast').broadcast(name='bc').index(UPat.var('idx'))",
-   no_vectorized_index_broadcast},
-  {"UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG)).or_after('buf').cast(name='cast').gep(name='bc').index(UPat.var('idx'))",
-   no_vectorized_index_broadcast},
+  R("UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG), name='buf')", no_vectorized_buf),
+  R("UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG)).or_after('buf').cast(name='cast').index(UPat.var('idx'))", no_vectorized_index),
+  R("UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG)).or_after('buf').cast(name='cast').broadcast(name='bc').index(UPat.var('idx'))", no_vectorized_index_broadcast),
+  R("UPat((Ops.DEFINE_LOCAL, Ops.DEFINE_REG)).or_after('buf').cast(name='cast').gep(name='bc').index(UPat.var('idx'))", no_vectorized_index_broadcast),
 };
 
 /* ---- pm_reduce ---- */
@@ -572,8 +540,8 @@ static UOp *index_val(UOp *buf, UOp *i) { UOp *src[2] = {buf, i}; return buf ? u
 static UOp *store(UOp *target, UOp *v) { return store_with(target, v, NULL, 0); }
 
 /* a REDUCE over ranges becomes a register accumulator: initialized before the ranges, updated inside, read after */
-static UOp *reduce_to_acc(Captures *m, PyObject *ctx) {
-  UOp *red = m->slot[SLOT_red], *inp = red->src[0], *const *reduce_range = red->src + 1, *ret = NULL;
+RULE(reduce_to_acc, red) {
+  UOp *inp = red->src[0], *const *reduce_range = red->src + 1, *ret = NULL;
   int nred = (int)red->nsrc - 1, op = op_from_object(red->arg);
   if (op < 0) return NULL;
   UList lst = {0}, inputs = {0};
@@ -606,16 +574,14 @@ end:
 }
 
 /* a WMMA plus something accumulates it in the WMMA's third source */
-static UOp *wmma_accumulate(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *wmma = m->slot[SLOT_wmma];
-  UOp *src[3] = {wmma->src[0], wmma->src[1], u_add(wmma->src[2], m->add)};
+RULE(wmma_accumulate, wmma, add) {
+  UOp *src[3] = {wmma->src[0], wmma->src[1], u_add(wmma->src[2], add)};
   return u_new(OP_WMMA, wmma->dtype, src, 3, wmma->arg);
 }
 
 static const RuleDef pm_reduce_defs[] = {
-  {"UPat(Ops.REDUCE, name='red')", reduce_to_acc},
-  {"UPat(Ops.WMMA, name='wmma') + UPat.var('add')", wmma_accumulate},
+  R("UPat(Ops.REDUCE, name='red')", reduce_to_acc),
+  R("UPat(Ops.WMMA, name='wmma') + UPat.var('add')", wmma_accumulate),
 };
 
 /* ---- pm_render ---- */
@@ -632,22 +598,19 @@ static UOp *vectorize_consts(DType *dt, PyObject *v, PyObject *vals, int n) {
 }
 
 /* a vector CONST is rendered as a VECTORIZE of scalar constants */
-static UOp *vector_const(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int n = dtype_vcount(m->c->dtype);
-  return n > 1 ? vectorize_consts(m->c->dtype, m->c->arg, NULL, n) : NULL;
+RULE(vector_const, c) {
+  int n = dtype_vcount(c->dtype);
+  return n > 1 ? vectorize_consts(c->dtype, c->arg, NULL, n) : NULL;
 }
 
 /* a VCONST is rendered as a VECTORIZE of its constants */
-static UOp *vconst(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return vectorize_consts(m->c->dtype, NULL, m->c->arg, (int)PyTuple_GET_SIZE(m->c->arg));
+RULE(vconst, c) {
+  return vectorize_consts(c->dtype, NULL, c->arg, (int)PyTuple_GET_SIZE(c->arg));
 }
 
 /* a GEP of several lanes is a VECTORIZE of one-lane GEPs */
-static UOp *gep_to_vectorize(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *gep = m->gep, *r = NULL;
+RULE(gep_to_vectorize, gep) {
+  UOp *r = NULL;
   Py_ssize_t n = PyTuple_GET_SIZE(gep->arg);
   if (n <= 1) return NULL;
   UList lanes = {0};
@@ -659,21 +622,17 @@ static UOp *gep_to_vectorize(Captures *m, PyObject *ctx) {
 }
 
 /* lane 0 of a scalar is the scalar */
-static UOp *gep_of_scalar(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *gep = m->gep;
+RULE(gep_of_scalar, gep) {
   if (dtype_vcount(gep->src[0]->dtype) != 1 || PyTuple_GET_SIZE(gep->arg) != 1) return NULL;
   int zero = n_eqi(PyTuple_GET_ITEM(gep->arg, 0), 0);
   return zero < 0 ? NULL : zero ? gep->src[0] : NULL;
 }
 
 /* a VECTORIZE of one source is that source */
-static UOp *vectorize_of_one(Captures *m, PyObject *ctx) { UNUSED(ctx); return m->x; }
+RULE(vectorize_of_one, x) { return x; }
 
 /* a gated LOAD with no alternative value gets 0 as its alternative */
-static UOp *masked_load_alt(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(masked_load_alt, x) {
   if (x->nsrc > 1 && x->src[1]->op != OP_CUSTOM && x->src[1]->op != OP_STORE && x->src[1]->op != OP_BARRIER) return NULL;
   UOp *src[16];
   if (x->nsrc > 15) { PyErr_SetString(PyExc_ValueError, "LOAD with too many sources"); return NULL; }
@@ -683,9 +642,8 @@ static UOp *masked_load_alt(Captures *m, PyObject *ctx) {
 }
 
 /* a WHERE choosing between a LOAD gated on its own condition and a: a becomes the LOAD's alternative value */
-static UOp *where_into_load_alt(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *l = m->slot[SLOT_l], *a = m->a, *src[16];
+RULE(where_into_load_alt, l, a) {
+  UOp *src[16];
   if (l->nsrc > 16) { PyErr_SetString(PyExc_ValueError, "LOAD with too many sources"); return NULL; }
   int n = l->nsrc > 2 ? (int)l->nsrc : 2;
   src[0] = l->src[0], src[1] = u_cast(a, l->dtype);
@@ -694,23 +652,20 @@ static UOp *where_into_load_alt(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_render_defs[] = {
-  {"UPat(Ops.CONST, name='c')", vector_const},
-  {"UPat(Ops.VCONST, name='c')", vconst},
-  {"UPat(Ops.GEP, name='gep')", gep_to_vectorize},
-  {"UPat(Ops.GEP, name='gep')", gep_of_scalar},
-  {"UPat(Ops.VECTORIZE, src=(UPat(name='x'),))", vectorize_of_one},
-  {"UPat(Ops.LOAD, src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat())).or_casted(),), allow_any_len=True, name='x')", masked_load_alt},
-  {"UPat.var('c').where(UPat(Ops.LOAD, src=(UPat().index(UPat.var('idx'), UPat.var('c')).or_casted(),), allow_any_len=True,"
-   " name='l').or_casted(), UPat.var('a'))", where_into_load_alt},
-  {"UPat.var('c').where(UPat.var('a'), UPat(Ops.LOAD, src=(UPat().index(UPat.var('idx'), UPat.var('c').ne(True)).or_casted(),),"
-   " allow_any_len=True, name='l').or_casted())", where_into_load_alt},
+  R("UPat(Ops.CONST, name='c')", vector_const),
+  R("UPat(Ops.VCONST, name='c')", vconst),
+  R("UPat(Ops.GEP, name='gep')", gep_to_vectorize),
+  R("UPat(Ops.GEP, name='gep')", gep_of_scalar),
+  R("UPat(Ops.VECTORIZE, src=(UPat(name='x'),))", vectorize_of_one),
+  R("UPat(Ops.LOAD, src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat())).or_casted(),), allow_any_len=True, name='x')", masked_load_alt),
+  R("UPat.var('c').where(UPat(Ops.LOAD, src=(UPat().index(UPat.var('idx'), UPat.var('c')).or_casted(),), allow_any_len=True,"
+   " name='l').or_casted(), UPat.var('a'))", where_into_load_alt),
+  R("UPat.var('c').where(UPat.var('a'), UPat(Ops.LOAD, src=(UPat().index(UPat.var('idx'), UPat.var('c').logical_not()).or_casted(),),"
+   " allow_any_len=True, name='l').or_casted())", where_into_load_alt),
 };
 
 int tinyc_init_devectorizer(PyObject *m) {
-  SLOT_midx = capture_slot("midx"), SLOT_sto = capture_slot("sto"), SLOT_data = capture_slot("data"), SLOT_ls = capture_slot("ls");
-  SLOT_cat = capture_slot("cat"), SLOT_red = capture_slot("red"), SLOT_wmma = capture_slot("wmma");
   if (PyType_Ready(&ReduceContext_Type) < 0 || tinyc_add(m, "ReduceContext", (PyObject *)&ReduceContext_Type) < 0) return -1;
-  SLOT_l = capture_slot("l");
   if (native_register("pm_render", pm_from_defs(pm_render_defs, N(pm_render_defs))) < 0) return -1;
   if (native_register("pm_reduce", pm_from_defs(pm_reduce_defs, N(pm_reduce_defs))) < 0) return -1;
   if (native_register("pm_add_loads", pm_from_defs(pm_add_loads_defs, N(pm_add_loads_defs))) < 0 ||

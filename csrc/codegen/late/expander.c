@@ -17,7 +17,6 @@ static UOp *u_make_range(UOp *g, PyObject *arg) {
 typedef struct { long axis, size; } Axis;
 
 static PyObject *axis_upcast, *axis_unroll;   /* AxisType.UPCAST / AxisType.UNROLL (owned) */
-static int SLOT_outer, SLOT_inner, SLOT_con;
 
 /* ---- (axis, size) tuples ---- */
 
@@ -131,25 +130,22 @@ static DType *dt_vec(DType *dt, long n) {
 /* dt.scalar().vec(n) */
 static DType *scalar_vec(DType *dt, long n) { return dt_vec(dtype_scalar(dt), n); }
 
-/* u.broadcast(n) */
-static UOp *u_broadcast(UOp *u, long n) { return u ? KEEP(uop_broadcast(u, n)) : NULL; }
-
 /* UOp(op, dt, src, arg, tag) with a tag */
 static UOp *u_new_tagged(Op op, DType *dt, UOp *const *src, int n, PyObject *arg, PyObject *tag) {
   for (int i = 0; i < n; i++) if (!src[i]) return NULL;
   return dt && arg ? KEEP(uop_new(op, dt, src, n, arg, tag)) : NULL;
 }
 
-/* x.<method>(*srcs) for after/end */
-static UOp *u_call_srcs(UOp *x, const char *method, UOp *const *srcs, int n) {
-  PyObject *f = x ? PyObject_GetAttrString((PyObject *)x, method) : NULL;
-  if (!f) return NULL;
-  PyObject *args = PyTuple_New(n);
-  for (int i = 0; args && i < n; i++) { Py_INCREF(srcs[i]); PyTuple_SET_ITEM(args, i, (PyObject *)srcs[i]); }
-  PyObject *r = args ? PyObject_Call(f, args, NULL) : NULL;
-  Py_DECREF(f);
-  Py_XDECREF(args);
-  return KEEP(r);
+/* x.after(*srcs) (op AFTER, x's dtype) or x.end(*srcs) (op END, void; x itself when there is nothing to end) */
+static UOp *u_with_srcs(Op op, UOp *x, UOp *const *srcs, int n) {
+  if (op == OP_END && n == 0) return x;
+  UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)(n + 1));
+  if (!src) return (UOp *)PyErr_NoMemory();
+  src[0] = x;
+  memcpy(src + 1, srcs, sizeof(UOp *) * (size_t)n);
+  UOp *r = u_new(op, op == OP_END ? DTYPE(VOID) : x->dtype, src, n + 1, NULL);
+  PyMem_Free(src);
+  return r;
 }
 
 /* The concatenated args of the UNROLLs among srcs, as a pooled tuple. */
@@ -162,9 +158,7 @@ static PyObject *concat_args(UOp *const *srcs, int n) {
 /* ---- pm_pre_expander ---- */
 
 /* An UPCAST or UNROLL range becomes UNROLL of the vector const (0, 1, ..., size-1) over its axis. */
-static UOp *range_to_unroll(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *r = m->r;
+RULE(range_to_unroll, r) {
   if (!PyTuple_Check(r->arg) || PyTuple_GET_SIZE(r->arg) < 2) return NULL;
   PyObject *kind = PyTuple_GET_ITEM(r->arg, 1);
   if (kind != axis_upcast && kind != axis_unroll) return NULL;
@@ -183,9 +177,8 @@ static UOp *range_to_unroll(Captures *m, PyObject *ctx) {
 }
 
 /* fix_reduce_unroll: the UNROLLs among a REDUCE's ranges become a CONTRACT (tag 1) of its value. */
-static UOp *fix_reduce_unroll(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x, **srcs = pool_alloc(sizeof(UOp *) * x->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * x->nsrc);
+RULE(fix_reduce_unroll, x) {
+  UOp **srcs = pool_alloc(sizeof(UOp *) * x->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * x->nsrc);
   if (!srcs || !unrolls) return NULL;
   int nr = 1, nu = 0, nexpand = 0;
   for (int i = 1; i < (int)x->nsrc; i++) {
@@ -213,9 +206,8 @@ static UOp *fix_reduce_unroll(Captures *m, PyObject *ctx) {
 }
 
 /* fix_store_unroll: UNROLLs among a STORE's ranges leave the STORE and wrap it in a void CONTRACT (tag 1). */
-static UOp *fix_store_unroll(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x, **srcs = pool_alloc(sizeof(UOp *) * x->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * x->nsrc);
+RULE(fix_store_unroll, x) {
+  UOp **srcs = pool_alloc(sizeof(UOp *) * x->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * x->nsrc);
   if (!srcs || !unrolls) return NULL;
   int nr = 0, nu = 0;
   for (int i = 0; i < (int)x->nsrc; i++) {
@@ -229,29 +221,26 @@ static UOp *fix_store_unroll(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_pre_expander_defs[] = {
-  {"UPat(Ops.RANGE, name='r')", range_to_unroll},
-  {"UPat(Ops.REDUCE, name='x')", fix_reduce_unroll},
-  {"UPat(Ops.STORE, name='x')", fix_store_unroll},
+  R("UPat(Ops.RANGE, name='r')", range_to_unroll),
+  R("UPat(Ops.REDUCE, name='x')", fix_reduce_unroll),
+  R("UPat(Ops.STORE, name='x')", fix_store_unroll),
 };
 
 /* ---- expander ---- */
 
 /* AFTER of a broadcast is the broadcast of the AFTER. */
-static UOp *push_broadcast_after(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_broadcast(u_call_srcs(m->x, "after", m->a->src + 1, (int)m->a->nsrc - 1), m->b->nsrc);
+RULE_MAYBE(push_broadcast_after, (a, b), x) {
+  return u_broadcast(u_with_srcs(OP_AFTER, x, a->src + 1, (int)a->nsrc - 1), b->nsrc);
 }
 
 /* END of a broadcast is the broadcast of the END. */
-static UOp *push_broadcast_end(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_broadcast(u_call_srcs(m->x, "end", m->a->src + 1, (int)m->a->nsrc - 1), m->b->nsrc);
+RULE_MAYBE(push_broadcast_end, (a, b), x) {
+  return u_broadcast(u_with_srcs(OP_END, x, a->src + 1, (int)a->nsrc - 1), b->nsrc);
 }
 
 /* end_unrolls: an END over UNROLLs ends them by contracting its value over their axes. */
-static UOp *end_unrolls(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *u = m->u, **srcs = pool_alloc(sizeof(UOp *) * u->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * u->nsrc);
+RULE(end_unrolls, u) {
+  UOp **srcs = pool_alloc(sizeof(UOp *) * u->nsrc), **unrolls = pool_alloc(sizeof(UOp *) * u->nsrc);
   if (!srcs || !unrolls) return NULL;
   int nr = 1, nu = 0;
   for (int i = 1; i < (int)u->nsrc; i++) {
@@ -264,9 +253,8 @@ static UOp *end_unrolls(Captures *m, PyObject *ctx) {
 }
 
 /* A BUFFERIZE of UNROLLs contracts each source over the range UNROLL's axes. */
-static UOp *bufferize_contract(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x, **srcs = pool_alloc(sizeof(UOp *) * x->nsrc);
+RULE(bufferize_contract, x) {
+  UOp **srcs = pool_alloc(sizeof(UOp *) * x->nsrc);
   if (!srcs) return NULL;
   UOp *rng = x->src[1];
   for (int i = 0; i < (int)x->nsrc; i++) {
@@ -277,9 +265,7 @@ static UOp *bufferize_contract(Captures *m, PyObject *ctx) {
 }
 
 /* UNROLL of UNROLL is one UNROLL over the inner axes then the outer ones. */
-static UOp *double_expand(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *outer = m->slot[SLOT_outer], *inner = m->slot[SLOT_inner];
+RULE(double_expand, outer, inner) {
   PyObject *arg = pool_keep(PySequence_Concat(inner->arg, outer->arg));
   return u_new(OP_UNROLL, outer->dtype, &inner->src[0], 1, arg);
 }
@@ -385,9 +371,7 @@ static UOp *widened_source(UOp *root, int i, long expand_sz) {
 }
 
 /* do_expand: an op over UNROLLs runs once on vectors of all the lanes, and is wrapped in one UNROLL. */
-static UOp *do_expand(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *root = m->root;
+RULE(do_expand, root) {
   bool any = false;
   for (int i = 0; i < (int)root->nsrc; i++) any |= root->src[i]->op == OP_UNROLL;
   if (!any) return NULL;
@@ -425,9 +409,8 @@ static UOp *do_expand(Captures *m, PyObject *ctx) {
 }
 
 /* do_contract: CONTRACT gathers the lanes of its axes into vectors; without an UNROLL it just repeats. */
-static UOp *do_contract(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *con = m->slot[SLOT_con], *ex = con->src[0];
+RULE(do_contract, con) {
+  UOp *ex = con->src[0];
   if (ex->op != OP_UNROLL) {
     long n = con->dtype->count;
     UOp **reps = pool_alloc(sizeof(UOp *) * (size_t)n);
@@ -459,18 +442,18 @@ static UOp *do_contract(Captures *m, PyObject *ctx) {
 }
 
 /* An UNROLL over no axes is its source. */
-static UOp *empty_unroll(Captures *m, PyObject *ctx) { UNUSED(ctx); return m->x; }
+RULE(empty_unroll, x) { return x; }
 
 static const RuleDef expander_defs[] = {
-  {"UPat.var('x').broadcast(name='b').after(name='a', allow_any_len=True)", push_broadcast_after},
-  {"UPat.var('x').broadcast(name='b').end(name='a', allow_any_len=True)", push_broadcast_end},
-  {"UPat(Ops.END, name='u')", end_unrolls},
-  {"UPat(Ops.BUFFERIZE, src=(UPat(Ops.UNROLL), UPat(Ops.UNROLL)), name='x')", bufferize_contract},
-  {"UPat(Ops.UNROLL, name='outer', src=(UPat(Ops.UNROLL, name='inner'),))", double_expand},
-  {"UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.WMMA, Ops.LOAD, Ops.STORE, Ops.INDEX, Ops.BUFFERIZE,"
-   " Ops.VECTORIZE, Ops.REDUCE, Ops.END, Ops.AFTER), name='root', custom_early_reject=set([Ops.UNROLL]))", do_expand},
-  {"UPat(Ops.CONTRACT, name='con')", do_contract},
-  {"UPat(Ops.UNROLL, src=(UPat.var('x'),), arg=())", empty_unroll},
+  R("UPat.var('x').broadcast(name='b').after(name='a', allow_any_len=True)", push_broadcast_after),
+  R("UPat.var('x').broadcast(name='b').end(name='a', allow_any_len=True)", push_broadcast_end),
+  R("UPat(Ops.END, name='u')", end_unrolls),
+  R("UPat(Ops.BUFFERIZE, src=(UPat(Ops.UNROLL), UPat(Ops.UNROLL)), name='x')", bufferize_contract),
+  R("UPat(Ops.UNROLL, name='outer', src=(UPat(Ops.UNROLL, name='inner'),))", double_expand),
+  R("UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST, Ops.GEP, Ops.WMMA, Ops.LOAD, Ops.STORE, Ops.INDEX, Ops.BUFFERIZE,"
+   " Ops.VECTORIZE, Ops.REDUCE, Ops.END, Ops.AFTER), name='root', custom_early_reject=set([Ops.UNROLL]))", do_expand),
+  R("UPat(Ops.CONTRACT, name='con')", do_contract),
+  R("UPat(Ops.UNROLL, src=(UPat.var('x'),), arg=())", empty_unroll),
 };
 
 /* ---- pm_group_for_reduce ---- */
@@ -484,9 +467,7 @@ static bool is_axis_range(UOp *u, PyObject *axis) {
 /* A REDUCE over GROUP_REDUCE ranges reduces its other ranges first, stores the partial results to a local
  * buffer indexed by the kernel's LOCAL ranges and the group ranges, and reduces that buffer over new
  * REDUCE ranges (numbered +100). The if/barrier around the final reduce come in the gpudims step. */
-static UOp *fix_group_for_reduce(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(fix_group_for_reduce, x) {
   int n = (int)x->nsrc - 1, ng = 0, nr = 0;
   for (int i = 1; i <= n; i++) ng += is_axis_range(x->src[i], axis_group_reduce);
   if (ng == 0) return NULL;
@@ -534,7 +515,7 @@ static UOp *fix_group_for_reduce(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_group_for_reduce_defs[] = {
-  {"UPat(Ops.REDUCE, name='x')", fix_group_for_reduce},
+  R("UPat(Ops.REDUCE, name='x')", fix_group_for_reduce),
 };
 
 int tinyc_init_expander(PyObject *m) {
@@ -542,7 +523,6 @@ int tinyc_init_expander(PyObject *m) {
   axis_upcast = native_eval("AxisType.UPCAST");
   axis_unroll = native_eval("AxisType.UNROLL");
   if (!axis_upcast || !axis_unroll) return -1;
-  SLOT_outer = capture_slot("outer"); SLOT_inner = capture_slot("inner"); SLOT_con = capture_slot("con");
   axis_group_reduce = native_eval("AxisType.GROUP_REDUCE");
   axis_local = native_eval("AxisType.LOCAL");
   axis_reduce = native_eval("AxisType.REDUCE");

@@ -499,16 +499,14 @@ static PyObject *line_rewrite(PyObject *lst, PatternMatcher *pm) {
 /* ---------------------------------------------------------------------------------------------- */
 
 /* IF and ENDIF may only be made here, never come in with the graph */
-static UOp *no_if_in_graph(Captures *m, PyObject *ctx) {
-  UNUSED(m); UNUSED(ctx);
+RULE(no_if_in_graph) {
   PyErr_SetString(PyExc_RuntimeError, "if not allowed in graph");
   return NULL;
 }
 
 /* a store through a gated INDEX becomes IF(gate, index) STORE ENDIF */
-static UOp *gated_store_to_if(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *st = m->u, *mif = u_new(OP_IF, DTYPE(VOID), (UOp *[]){m->gate, st->src[0]}, 2, NULL);
+RULE(gated_store_to_if, u, gate) {
+  UOp *st = u, *mif = u_new(OP_IF, DTYPE(VOID), (UOp *[]){gate, st->src[0]}, 2, NULL);
   UOp *endif = u_new(OP_ENDIF, DTYPE(VOID), &mif, 1, NULL);
   if (!endif) return NULL;
   PyObject *lines = PyList_New(3);
@@ -522,9 +520,9 @@ static UOp *gated_store_to_if(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_linearize_cleanups_defs[] = {
-  {"UPat((Ops.IF, Ops.ENDIF))", no_if_in_graph},
-  {"UPat(Ops.STORE, name='u', allow_any_len=True,"
-   " src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat(name='gate', dtype=dtypes.bool))).or_casted(), UPat()))", gated_store_to_if},
+  R("UPat((Ops.IF, Ops.ENDIF))", no_if_in_graph),
+  R("UPat(Ops.STORE, name='u', allow_any_len=True,"
+   " src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat(name='gate', dtype=dtypes.bool))).or_casted(), UPat()))", gated_store_to_if),
 };
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -678,13 +676,13 @@ PyObject *cfg_edges(UOp *sink) {
 
 /* a RANGE with an END it must follow gets that END as one more source (ctx: the edges dict, or an
  * object with .edges as tinygrad's CFGContext) */
-static UOp *range_after_sibling(Captures *m, PyObject *ctx) {
+RULE(range_after_sibling, x) {
   PyObject *edges = PyDict_Check(ctx) ? Py_NewRef(ctx) : PyObject_GetAttrString(ctx, "edges");
   if (!edges) return NULL;
-  PyObject *y = PyObject_GetItem(edges, (PyObject *)m->x);
+  PyObject *y = PyObject_GetItem(edges, (PyObject *)x);
   Py_DECREF(edges);
   if (!y) { if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); return NULL; }
-  UOp *x = m->x, *small[8], **src = x->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (x->nsrc + 1)), *ret = NULL;
+  UOp *small[8], **src = x->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (x->nsrc + 1)), *ret = NULL;
   if (src && UOp_Check(y)) {
     memcpy(src, x->src, sizeof(UOp *) * x->nsrc);
     src[x->nsrc] = (UOp *)y;
@@ -697,7 +695,7 @@ static UOp *range_after_sibling(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_add_control_flow_defs[] = {
-  {"UPat(Ops.RANGE, name='x')", range_after_sibling},
+  R("UPat(Ops.RANGE, name='x')", range_after_sibling),
 };
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -707,9 +705,8 @@ static const RuleDef pm_add_control_flow_defs[] = {
 static PyObject *attrgetter_arg;   /* operator.attrgetter("arg") */
 
 /* END(x, r...) -> END(END(x, innermost), ...): the ranges of the ended ones, highest arg innermost */
-static UOp *split_end(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *e = m->e, *group = u_new(OP_SINK, DTYPE(VOID), e->src + 1, e->nsrc - 1, NULL);
+RULE(split_end, e) {
+  UOp *group = u_new(OP_SINK, DTYPE(VOID), e->src + 1, e->nsrc - 1, NULL);
   PyObject *ranges = group ? pool_keep(PyObject_GetAttrString((PyObject *)group, "ranges")) : NULL;
   PyObject *order = ranges ? pool_keep(PySequence_List(ranges)) : NULL;
   PyObject *kwargs = order ? pool_keep(Py_BuildValue("{sOsO}", "key", attrgetter_arg, "reverse", Py_True)) : NULL;
@@ -722,7 +719,7 @@ static UOp *split_end(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef pm_split_ends_defs[] = {
-  {"UPat(Ops.END, name='e')", split_end},
+  R("UPat(Ops.END, name='e')", split_end),
 };
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -171,7 +171,7 @@ static PyObject *sched_full_shape(SchedulerObject *s) {
   Py_ssize_t n = PyList_GET_SIZE(rngs);
   PyObject *ret = PyList_New(n);
   for (Py_ssize_t i = 0; ret && i < n; i++) {
-    PyObject *v = PyObject_CallMethod((PyObject *)((UOp *)PyList_GET_ITEM(rngs, i))->src[0], "ssimplify", NULL);
+    PyObject *v = uop_ssimplify(((UOp *)PyList_GET_ITEM(rngs, i))->src[0]);
     if (!v) Py_CLEAR(ret);
     else PyList_SET_ITEM(ret, i, v);
   }
@@ -349,7 +349,7 @@ static PyObject *sched_colored_sizes(SchedulerObject *s, const char *fmt) {
   PyObject *spec = ret ? PyUnicode_FromString(fmt) : NULL;
   if (!spec) Py_CLEAR(ret);
   for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(rngs); i++) {
-    PyObject *text = PyObject_CallMethod((PyObject *)((UOp *)PyList_GET_ITEM(rngs, i))->src[0], "render", NULL);
+    PyObject *text = uop_render(((UOp *)PyList_GET_ITEM(rngs, i))->src[0], true);
     PyObject *f = text ? PyObject_Format(text, spec) : NULL;
     const char *c = f ? PyUnicode_AsUTF8(PyList_GET_ITEM(colors, i)) : NULL;
     PyObject *col = c ? colored(f, c) : NULL;
@@ -714,12 +714,12 @@ static int apply_padto(SchedulerObject *s, OptObject *opt, PyObject *rng) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(bufs); i++) {
     UOp *b = (UOp *)PyList_GET_ITEM(bufs, i);
     if (b->nsrc < 2) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); goto fail; }
-    PyObject *idx = PyObject_CallMethod((PyObject *)b->src[1], "get_idx", NULL);
+    PyObject *idx = (PyObject *)uop_get_idx(b->src[1]);
     PyObject *bsl = idx ? PyObject_GetAttrString(idx, "backward_slice_with_self") : NULL;
     int in = bsl ? PySequence_Contains(bsl, rng) : -1;
     Py_XDECREF(bsl);
     if (in <= 0) { Py_XDECREF(idx); if (in < 0) goto fail; continue; }
-    PyObject *gv = PyObject_CallMethod((PyObject *)b->src[1], "get_valid", NULL), *both = gv ? PyNumber_And(valid, gv) : NULL;
+    PyObject *gv = (PyObject *)uop_get_valid(b->src[1]), *both = gv ? PyNumber_And(valid, gv) : NULL;
     PyObject *inv = both ? PyObject_Call(uop_invalid_fn, empty, NULL) : NULL;
     PyObject *w = inv ? PyObject_CallMethod(both, "where", "OO", idx, inv) : NULL;
     UOp *nb = NULL;
@@ -1218,15 +1218,13 @@ static PyMethodDef postrange_functions[] = {
 
 /* ---- remove_tags: every tagged node loses its tag ---- */
 
-static UOp *remove_tag(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x;
+RULE(remove_tag, x) {
   if (uop_tag(x) == Py_None) return NULL;
   return KEEP(uop_new(x->op, x->dtype, x->src, x->nsrc, x->arg, NULL));
 }
 
 static const RuleDef remove_tags_defs[] = {
-  {"UPat(GroupOp.All, name='x')", remove_tag},
+  R("UPat(GroupOp.All, name='x')", remove_tag),
 };
 
 static PyObject *axis_dict(const int *axes, const char *const *vals, int n, bool ints, const long *ivals) {

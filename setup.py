@@ -11,7 +11,7 @@ cflags = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initial
 ldflags = []
 if os.environ.get("TINYC_SANITIZE"):
   san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
-  cflags, ldflags = cflags + san + ["-O1"], ldflags + san
+  cflags, ldflags = cflags + san + ["-O1", "-DTINYC_LEAK_CHECK"], ldflags + san
 
 setup(ext_modules=[Extension("tinyc._C", sources=sources, depends=headers, extra_compile_args=cflags,
                              extra_link_args=ldflags, libraries=["dl", "sqlite3", "z", "pthread"],

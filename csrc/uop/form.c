@@ -17,6 +17,7 @@ typedef enum {
   ARG_REDUCE,     /* REDUCE_AXIS: (Ops member, axes tuple) */
   ARG_WMMA,       /* WMMA: its 8-tuple */
   ARG_DEVICE,     /* DEVICE: a str or a tuple of strs */
+  ARG_KINDS
 } ArgKind;
 
 #define MANY UOP_MAX_SRC
@@ -89,6 +90,7 @@ static bool arg_ok(ArgKind kind, PyObject *a) {
   case ARG_REDUCE: return n >= 2 && is_op_member(PyTuple_GET_ITEM(a, 0)) && PyTuple_Check(PyTuple_GET_ITEM(a, 1));
   case ARG_WMMA: return n == 8;
   case ARG_DEVICE: return is_device_name(a);
+  case ARG_KINDS: break;
   }
   return false;
 }
@@ -99,7 +101,7 @@ bool uop_form_ok(Op op, Py_ssize_t nsrc, PyObject *arg) {
   return nsrc >= f.min && nsrc <= f.max && arg_ok(f.arg, arg);
 }
 
-static const char *const arg_kind_text[] = {
+static const char *const arg_kind_text[ARG_KINDS] = {
   [ARG_ANY] = "anything", [ARG_INT] = "an int", [ARG_STR] = "a str", [ARG_BYTES] = "bytes",
   [ARG_NUMBER] = "a bool, int, float or Invalid", [ARG_TUPLE] = "a tuple", [ARG_INTS] = "a tuple of ints",
 [ARG_VAR] = "a tuple (name: str, min, max)",
@@ -108,7 +110,7 @@ static const char *const arg_kind_text[] = {
 };
 
 /* the fewest items of the tuple args whose items native code reads by position */
-static const Py_ssize_t arg_tuple_len[] = {[ARG_VAR] = 3, [ARG_REDUCE] = 2, [ARG_WMMA] = 8};
+static const Py_ssize_t arg_tuple_len[ARG_KINDS] = {[ARG_VAR] = 3, [ARG_REDUCE] = 2, [ARG_WMMA] = 8};
 
 /* the exception for one malformed node: the kind tinygrad's Python would raise reading it */
 static int raise_malformed(UOp *u, const char *who) {

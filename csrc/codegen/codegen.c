@@ -8,6 +8,7 @@
  * opts given, apply_opts applies none (the hand-coded heuristics arrive later), as tinygrad under NOOPT=1. */
 #include "codegen.h"
 #include "opt/opt.h"
+#include "../uop/kernel_info.h"
 #include "../renderers/renderer.h"
 
 typedef enum { CTX_NONE, CTX_DICT, CTX_DEVICE, CTX_RENDERER, CTX_COUNTER, CTX_REDUCE, CTX_CFG } CtxKind;

@@ -4,10 +4,6 @@
 #include "native.h"
 #include <math.h>
 
-PyObject *uop_device(UOp *u);
-PyObject *py_cdiv(PyObject *x, PyObject *y);
-PyObject *py_cmod(PyObject *x, PyObject *y);
-
 static PyObject *pool;          /* list: everything rule bodies made, until the rule returns */
 static PyObject *namespace;     /* globals the pattern expressions are evaluated in */
 static PyObject *registry;      /* dict name -> PatternMatcher */

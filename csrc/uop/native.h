@@ -60,7 +60,6 @@ UOp *u_gep(UOp *a, PyObject *i);                  /* a.gep(i) */
 UOp *u_sum(UOp *const *xs, int n);                /* UOp.sum: x0 + x1 + ... (n >= 1) */
 UOp *u_simplify(UOp *a);                          /* a.simplify() */
 UOp *u_substitute(UOp *a, PyObject *dvars);       /* a.substitute(dict) */
-UOp *uop_simplify(UOp *u);                        /* new reference: graph_rewrite(u, symbolic) */
 /* symbolic.py's uop_given_valid(valid, uop, try_simplex): uop simplified where valid holds (borrowed, pooled) */
 UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex);
 
@@ -95,5 +94,12 @@ PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool t
 int spec_check(PyObject *ast, const char *spec_name);
 
 int tinyc_init_native(PyObject *m);
+/* the rule files of uop/, each registering its rule sets (module.c calls them after native, each after those it uses) */
+int tinyc_init_eval(PyObject *m);            /* ops_eval.c */
+int tinyc_init_divandmod(PyObject *m);       /* divandmod.c */
+int tinyc_init_symbolic(PyObject *m);        /* symbolic.c */
+int tinyc_init_symbolic_sym(PyObject *m);    /* symbolic_sym.c */
+int tinyc_init_renderer(PyObject *m);        /* renderer.c */
+int tinyc_init_spec(PyObject *m);            /* spec.c */
 
 #endif

@@ -6,6 +6,7 @@
  * code works on them through the object API and so fails the way tinygrad's Python does on odd input. */
 #include "postrange.h"
 #include "opt.h"
+#include "../../uop/kernel_info.h"
 #include "../../uop/native.h"
 #include <stdarg.h>
 #include <stddef.h>

@@ -163,12 +163,14 @@ static PyObject *field_names(const DataclassField *fields) {
 
 /* The dataclasses module's metadata, taken from a stand-in made by dataclasses.make_dataclass with the same name and
  * field names: its Field objects are the module's own, not imitations. The stand-in is made with nothing generated
- * (its methods would be thrown away, and exec'ing them costs milliseconds at import); its parameters are then set to
- * the ones the type has. */
+ * (its methods would be thrown away, and making them costs milliseconds at import); its parameters are then set to the
+ * ones the type has. */
 static int add_dataclass_metadata(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses, PyObject *names) {
   PyObject *make = PyObject_GetAttrString(dataclasses, "make_dataclass"), *standin = NULL, *fields = NULL, *params = NULL;
   PyObject *args = Py_BuildValue("(sO)", short_name(type), names);
-  PyObject *kw = Py_BuildValue("{sOsOsO}", "init", Py_False, "repr", Py_False, "eq", Py_False);
+  /* a docstring, or make_dataclass would compute one from inspect.signature */
+  PyObject *kw = Py_BuildValue("{sOsOsOs{ss}}", "init", Py_False, "repr", Py_False, "eq", Py_False, "namespace", "__doc__",
+                               type->tp_doc ? type->tp_doc : short_name(type));
   if (make && args && kw) standin = PyObject_Call(make, args, kw);
   if (standin) fields = PyObject_GetAttrString(standin, "__dataclass_fields__");
   if (fields) params = PyObject_GetAttrString(standin, "__dataclass_params__");

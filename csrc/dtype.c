@@ -1,6 +1,7 @@
 /* tinygrad/dtype.py in C: DType, PtrDType, the dtypes namespace, AddrSpace, Invalid, type promotion,
  * and the value truncations (fp16, bf16, fp8, C integer wraparound). */
 #include "dtype.h"
+#include "helpers/enum.h"
 #include <math.h>
 #include <string.h>
 #include <limits.h>

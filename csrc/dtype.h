@@ -92,4 +92,6 @@ DType *dtype_to_dtype(PyObject *x);
 /* can_lossless_cast(dt0, dt1): dt1 keeps every value of dt0. */
 bool dtype_can_lossless_cast(DType *dt0, DType *dt1);
 
+int tinyc_init_dtype(PyObject *m);
+
 #endif

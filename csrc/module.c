@@ -1,28 +1,16 @@
 /* The tinyc._C module: creates every type and enum, in dependency order. */
 #include "tinyc.h"
-int tinyc_init_uop_movement(PyObject *m);
-int tinyc_init_indexing(PyObject *m);
-int tinyc_init_rangeify(PyObject *m);
-
-PyObject *tinyc_make_enum(const char *base, const char *clsname, const char *const *names) {
-  PyObject *enum_mod = PyImport_ImportModule("enum");
-  if (!enum_mod) return NULL;
-  PyObject *cls = NULL, *pairs = PyList_New(0);
-  if (!pairs) goto done;
-  for (long i = 0; names[i]; i++) {
-    PyObject *pair = Py_BuildValue("(sl)", names[i], i + 1);
-    if (!pair || PyList_Append(pairs, pair) < 0) { Py_XDECREF(pair); goto done; }
-    Py_DECREF(pair);
-  }
-  PyObject *enum_base = PyObject_GetAttrString(enum_mod, base);
-  if (!enum_base) goto done;
-  PyObject *args = Py_BuildValue("(sO)", clsname, pairs), *kwargs = Py_BuildValue("{ss}", "module", "tinyc");
-  if (args && kwargs) cls = PyObject_Call(enum_base, args, kwargs);
-  Py_XDECREF(args); Py_XDECREF(kwargs); Py_DECREF(enum_base);
-done:
-  Py_XDECREF(pairs); Py_DECREF(enum_mod);
-  return cls;
-}
+#include "dtype.h"
+#include "helpers/diskcache.h"
+#include "uop/ops_movement.h"
+#include "uop/native.h"
+#include "uop/decompositions.h"
+#include "uop/kernel_info.h"
+#include "schedule/indexing.h"
+#include "codegen/codegen.h"
+#include "codegen/opt/opt.h"
+#include "renderers/renderer.h"
+#include "renderers/program_spec.h"
 
 /* Native rule sets, each after the ones it builds on (symbolic uses div_and_mod_symbolic, ...). */
 static int tinyc_init_rule_sets(PyObject *m) {
@@ -47,7 +35,7 @@ static PyObject *init_module(void) {
   PyObject *m = PyModule_Create(&tinyc_module);
   if (!m) return NULL;
   if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 || tinyc_init_native(m) < 0 ||
-      tinyc_init_opt(m) < 0 || tinyc_init_rule_sets(m) < 0 || tinyc_init_runtime(m) < 0) {
+      tinyc_init_kernel_info(m) < 0 || tinyc_init_opt(m) < 0 || tinyc_init_rule_sets(m) < 0 || tinyc_init_runtime(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

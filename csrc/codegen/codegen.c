@@ -9,6 +9,7 @@
 #include "codegen.h"
 #include "../uop/form.h"
 #include "opt/opt.h"
+#include "../uop/kernel_info.h"
 #include "../renderers/renderer.h"
 
 typedef enum { CTX_NONE, CTX_DICT, CTX_DEVICE, CTX_RENDERER, CTX_COUNTER, CTX_REDUCE, CTX_CFG } CtxKind;

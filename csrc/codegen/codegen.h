@@ -16,4 +16,12 @@ PyObject *reduce_context_new(void);             /* ReduceContext(): the ctx of p
 UOp *full_rewrite_to_sink(UOp *sink, PyObject *ren, bool optimize);
 PyObject *get_program(UOp *ast, PyObject *ren, PyObject *opts);   /* a ProgramSpec */
 
+/* each pass file's init, registering its rule sets */
+int tinyc_init_codegen_simplify(PyObject *m);   /* simplify.c */
+int tinyc_init_expander(PyObject *m);           /* late/expander.c */
+int tinyc_init_devectorizer(PyObject *m);       /* late/devectorizer.c */
+int tinyc_init_gpudims(PyObject *m);            /* gpudims.c */
+int tinyc_init_linearizer(PyObject *m);         /* late/linearizer.c */
+int tinyc_init_codegen(PyObject *m);            /* codegen.c */
+
 #endif

@@ -13,4 +13,6 @@ int diskcache_put(const char *table, const char *key, Py_ssize_t keylen, const c
 /* CACHELEVEL as the environment sets it now (tinygrad's default 2). */
 long diskcache_level(void);
 
+int tinyc_init_diskcache(PyObject *m);
+
 #endif

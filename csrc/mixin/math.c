@@ -1,59 +1,69 @@
-/* tinygrad/mixin/math.py: UOp arithmetic with constant promotion. A Python number next to a UOp
- * becomes a const of the UOp's dtype (ufix), then the op is an ALU node (alu). */
-#include "../uop/uop.h"
+/* tinygrad/mixin/math.py: arithmetic with constant promotion. A Python number next to a mixin object becomes a
+ * const like it (ufix), then the op is an ALU node (alu); both through the interface of math.h. */
+#include "math.h"
 
-int uop_bool(UOp *self);
-PyObject *uop_int(UOp *self);
-PyObject *uop_float(UOp *self);
+static MathMixin impl;
 
-static bool is_operand(PyObject *x) {
-  return UOp_Check(x) || PyLong_Check(x) || PyFloat_Check(x) || PyTuple_Check(x);
+void math_mixin_init(const MathMixin *i) { impl = *i; }
+
+static bool is_mixin(PyObject *x) { return Py_TYPE(x) == impl.type; }
+
+/* the type's name without its module, for messages: "UOp" */
+static const char *type_name(void) {
+  const char *dot = strrchr(impl.type->tp_name, '.');
+  return dot ? dot + 1 : impl.type->tp_name;
 }
 
-static UOp *alu2(Op op, UOp *a, UOp *b) {
-  UOp *src[2] = {a, b};
-  return uop_alu(op, src, 2);
+static bool is_operand(PyObject *x) {
+  return is_mixin(x) || PyLong_Check(x) || PyFloat_Check(x) || PyTuple_Check(x);
+}
+
+/* ufix: x if it is a mixin object, else self.const_like(x). New reference. */
+static PyObject *ufix(PyObject *self, PyObject *x) { return is_mixin(x) ? Py_NewRef(x) : impl.const_like(self, x); }
+
+static PyObject *alu2(Op op, PyObject *a, PyObject *b) {
+  PyObject *src[2] = {a, b};
+  return impl.alu(op, src, 2);
 }
 
 /* _binop: self.alu(op, ufix(x)), or ufix(x).alu(op, self) when reversed */
-static PyObject *binop(Op op, UOp *self, PyObject *x, bool reverse) {
-  UOp *other = uop_ufix(self, x);
+static PyObject *binop(Op op, PyObject *self, PyObject *x, bool reverse) {
+  PyObject *other = ufix(self, x);
   if (!other) return NULL;
-  UOp *ret = reverse ? alu2(op, other, self) : alu2(op, self, other);
+  PyObject *ret = reverse ? alu2(op, other, self) : alu2(op, self, other);
   Py_DECREF(other);
-  return (PyObject *)ret;
+  return ret;
 }
 
-/* (self, x, reverse) from a number-protocol call, where either side may be the UOp */
-#define ORIENT(a, b)                                                   \
-  if (!is_operand(UOp_Check(a) ? (b) : (a))) Py_RETURN_NOTIMPLEMENTED; \
-  bool reverse = !UOp_Check(a);                                        \
-  UOp *self = (UOp *)(reverse ? (b) : (a));                            \
+/* (self, x, reverse) from a number-protocol call, where either side may be the mixin object */
+#define ORIENT(a, b)                                                  \
+  if (!is_operand(is_mixin(a) ? (b) : (a))) Py_RETURN_NOTIMPLEMENTED; \
+  bool reverse = !is_mixin(a);                                        \
+  PyObject *self = reverse ? (b) : (a);                               \
   PyObject *x = reverse ? (a) : (b);
 
-static PyObject *check_int_or_bool(UOp *self) {
-  if (!dtype_is_bool(self->dtype) && !dtype_is_int(self->dtype))
-    return PyErr_Format(PyExc_RuntimeError, "%R is not supported", (PyObject *)self->dtype);
+static PyObject *check_int_or_bool(PyObject *self) {
+  DType *dt = impl.dtype(self);
+  if (!dtype_is_bool(dt) && !dtype_is_int(dt)) return PyErr_Format(PyExc_RuntimeError, "%R is not supported", (PyObject *)dt);
   return Py_None;
 }
 
-static PyObject *logical_not(UOp *self) { return binop(OP_CMPNE, self, Py_True, false); }
+static PyObject *logical_not(PyObject *self) { return binop(OP_CMPNE, self, Py_True, false); }
 
-static PyObject *neg(UOp *self) {
-  if (dtype_scalar(self->dtype) == DTYPE(BOOL)) return logical_not(self);
+static PyObject *neg(PyObject *self) {
+  if (dtype_scalar(impl.dtype(self)) == DTYPE(BOOL)) return logical_not(self);
   PyObject *m1 = PyLong_FromLong(-1), *ret = m1 ? binop(OP_MUL, self, m1, false) : NULL;
   Py_XDECREF(m1);
   return ret;
 }
 
-/* -x for a number or a UOp */
-static PyObject *negate(PyObject *x) { return UOp_Check(x) ? neg((UOp *)x) : PyNumber_Negative(x); }
+/* -x for a number or a mixin object */
+static PyObject *negate(PyObject *x) { return is_mixin(x) ? neg(x) : PyNumber_Negative(x); }
 
-static PyObject *sub(UOp *self, PyObject *x, bool reverse) {
+static PyObject *sub(PyObject *self, PyObject *x, bool reverse) {
   if (reverse) {   /* x - self = ufix(x) + (-self) */
-    PyObject *ns = neg(self);
-    UOp *ux = ns ? uop_ufix(self, x) : NULL;
-    PyObject *ret = ux ? (PyObject *)alu2(OP_ADD, ux, (UOp *)ns) : NULL;
+    PyObject *ns = neg(self), *ux = ns ? ufix(self, x) : NULL;
+    PyObject *ret = ux ? alu2(OP_ADD, ux, ns) : NULL;
     Py_XDECREF(ns); Py_XDECREF(ux);
     return ret;
   }
@@ -63,16 +73,10 @@ static PyObject *sub(UOp *self, PyObject *x, bool reverse) {
 }
 
 /* self / x = self * ufix(x).reciprocal(); reversed, ufix(x) * self.reciprocal() */
-static PyObject *true_div(UOp *self, PyObject *x, bool reverse) {
-  UOp *ux = uop_ufix(self, x), *recip = NULL;
-  PyObject *ret = NULL;
-  if (!ux) return NULL;
-  if (reverse) {
-    if ((recip = uop_new1(OP_RECIPROCAL, self->dtype, self, NULL))) ret = PyNumber_Multiply((PyObject *)ux, (PyObject *)recip);
-  } else if ((recip = uop_new1(OP_RECIPROCAL, ux->dtype, ux, NULL))) {
-    ret = PyNumber_Multiply((PyObject *)self, (PyObject *)recip);
-  }
-  Py_DECREF(ux); Py_XDECREF(recip);
+static PyObject *true_div(PyObject *self, PyObject *x, bool reverse) {
+  PyObject *ux = ufix(self, x), *recip = ux ? impl.alu(OP_RECIPROCAL, reverse ? &self : &ux, 1) : NULL;
+  PyObject *ret = recip ? PyNumber_Multiply(reverse ? ux : self, recip) : NULL;
+  Py_XDECREF(ux); Py_XDECREF(recip);
   return ret;
 }
 
@@ -102,37 +106,32 @@ BITWISE_SLOT(xor, OP_XOR)
 
 static PyObject *nb_sub(PyObject *a, PyObject *b) { ORIENT(a, b); return sub(self, x, reverse); }
 static PyObject *nb_truediv(PyObject *a, PyObject *b) { ORIENT(a, b); return true_div(self, x, reverse); }
-static PyObject *nb_negative(PyObject *a) { return neg((UOp *)a); }
+static PyObject *nb_negative(PyObject *a) { return neg(a); }
 static PyObject *nb_power(PyObject *a, PyObject *b, PyObject *mod) {
-  if (!UOp_Check(a) || mod != Py_None || !is_operand(b)) Py_RETURN_NOTIMPLEMENTED;   /* no __rpow__, as tinygrad */
-  return binop(OP_POW, (UOp *)a, b, false);
+  if (!is_mixin(a) || mod != Py_None || !is_operand(b)) Py_RETURN_NOTIMPLEMENTED;   /* no __rpow__, as tinygrad */
+  return binop(OP_POW, a, b, false);
 }
-static int nb_bool(PyObject *a) { return uop_bool((UOp *)a); }
-static PyObject *nb_int(PyObject *a) { return uop_int((UOp *)a); }
-static PyObject *nb_float(PyObject *a) { return uop_float((UOp *)a); }
 
-PyNumberMethods uop_as_number = {
+const PyNumberMethods math_mixin_as_number = {
   .nb_add = nb_add, .nb_subtract = nb_sub, .nb_multiply = nb_mul, .nb_remainder = nb_mod, .nb_power = nb_power,
-  .nb_negative = nb_negative, .nb_bool = nb_bool, .nb_lshift = nb_lshift, .nb_rshift = nb_rshift, .nb_and = nb_and,
-  .nb_xor = nb_xor, .nb_or = nb_or, .nb_int = nb_int, .nb_float = nb_float, .nb_floor_divide = nb_floordiv,
-  .nb_true_divide = nb_truediv,
+  .nb_negative = nb_negative, .nb_lshift = nb_lshift, .nb_rshift = nb_rshift, .nb_and = nb_and, .nb_xor = nb_xor,
+  .nb_or = nb_or, .nb_floor_divide = nb_floordiv, .nb_true_divide = nb_truediv,
 };
 
 /* __eq__ stays identity (UOps are dict keys); the other comparisons build nodes. */
-PyObject *uop_richcompare(PyObject *a, PyObject *b, int cmp) {
+PyObject *math_mixin_richcompare(PyObject *a, PyObject *b, int cmp) {
   if (cmp == Py_EQ) {
     if (a == b) Py_RETURN_TRUE;
     Py_RETURN_NOTIMPLEMENTED;
   }
-  if (!UOp_Check(a) || !is_operand(b)) Py_RETURN_NOTIMPLEMENTED;
-  UOp *self = (UOp *)a, *flipped;
-  PyObject *ret;
+  if (!is_mixin(a) || !is_operand(b)) Py_RETURN_NOTIMPLEMENTED;
+  PyObject *self = a, *flipped, *ret;
   switch (cmp) {
   case Py_LT: return binop(OP_CMPLT, self, b, false);
   case Py_GT: return binop(OP_CMPLT, self, b, true);
   case Py_NE: return binop(OP_CMPNE, self, b, false);
-  case Py_GE: flipped = (UOp *)binop(OP_CMPLT, self, b, false); break;   /* not (self < x) */
-  default: flipped = (UOp *)binop(OP_CMPLT, self, b, true); break;       /* LE: not (self > x) */
+  case Py_GE: flipped = binop(OP_CMPLT, self, b, false); break;   /* not (self < x) */
+  default: flipped = binop(OP_CMPLT, self, b, true); break;       /* LE: not (self > x) */
   }
   if (!flipped) return NULL;
   ret = logical_not(flipped);
@@ -149,7 +148,7 @@ static int parse_x_reverse(PyObject *args, PyObject *kw, const char *fmt, PyObje
 }
 
 #define NAMED_BINOP(name, OP, check)                                          \
-  static PyObject *m_##name(UOp *self, PyObject *args, PyObject *kw) {        \
+  static PyObject *m_##name(PyObject *self, PyObject *args, PyObject *kw) {   \
     PyObject *x;                                                              \
     int reverse;                                                              \
     if (!parse_x_reverse(args, kw, "O|p:" #name, &x, &reverse)) return NULL;  \
@@ -166,56 +165,55 @@ NAMED_BINOP(bitwise_and, OP_AND, 1)
 NAMED_BINOP(bitwise_or, OP_OR, 1)
 NAMED_BINOP(bitwise_xor, OP_XOR, 1)
 
-static PyObject *m_sub(UOp *self, PyObject *args, PyObject *kw) {
+static PyObject *m_sub(PyObject *self, PyObject *args, PyObject *kw) {
   PyObject *x;
   int reverse;
   return parse_x_reverse(args, kw, "O|p:sub", &x, &reverse) ? sub(self, x, reverse) : NULL;
 }
-static PyObject *m_div(UOp *self, PyObject *args, PyObject *kw) {
+static PyObject *m_div(PyObject *self, PyObject *args, PyObject *kw) {
   PyObject *x;
   int reverse;
   return parse_x_reverse(args, kw, "O|p:div", &x, &reverse) ? true_div(self, x, reverse) : NULL;
 }
 
-static PyObject *m_ne(UOp *self, PyObject *x) { return binop(OP_CMPNE, self, x, false); }
-static PyObject *m_eq(UOp *self, PyObject *x) {
-  PyObject *ne = binop(OP_CMPNE, self, x, false), *ret = ne ? logical_not((UOp *)ne) : NULL;
+static PyObject *m_ne(PyObject *self, PyObject *x) { return binop(OP_CMPNE, self, x, false); }
+static PyObject *m_eq(PyObject *self, PyObject *x) {
+  PyObject *ne = binop(OP_CMPNE, self, x, false), *ret = ne ? logical_not(ne) : NULL;
   Py_XDECREF(ne);
   return ret;
 }
-static PyObject *m_maximum(UOp *self, PyObject *x) { return binop(OP_MAX, self, x, false); }
+static PyObject *m_maximum(PyObject *self, PyObject *x) { return binop(OP_MAX, self, x, false); }
 /* minimum(x) = -(-self).maximum(-x) */
-static PyObject *m_minimum(UOp *self, PyObject *x) {
-  PyObject *ns = neg(self), *nx = ns ? negate(x) : NULL, *mx = nx ? binop(OP_MAX, (UOp *)ns, nx, false) : NULL;
-  PyObject *ret = mx ? neg((UOp *)mx) : NULL;
+static PyObject *m_minimum(PyObject *self, PyObject *x) {
+  PyObject *ns = neg(self), *nx = ns ? negate(x) : NULL, *mx = nx ? binop(OP_MAX, ns, nx, false) : NULL;
+  PyObject *ret = mx ? neg(mx) : NULL;
   Py_XDECREF(ns); Py_XDECREF(nx); Py_XDECREF(mx);
   return ret;
 }
-static PyObject *m_pow(UOp *self, PyObject *x) { return binop(OP_POW, self, x, false); }
-static PyObject *m_threefry(UOp *self, PyObject *seed) {
-  if (!UOp_Check(seed)) return PyErr_Format(PyExc_TypeError, "threefry seed must be a UOp");
-  return (PyObject *)alu2(OP_THREEFRY, self, (UOp *)seed);
+static PyObject *m_pow(PyObject *self, PyObject *x) { return binop(OP_POW, self, x, false); }
+static PyObject *m_threefry(PyObject *self, PyObject *seed) {
+  if (!is_mixin(seed)) return PyErr_Format(PyExc_TypeError, "threefry seed must be a %s", type_name());
+  return alu2(OP_THREEFRY, self, seed);
 }
 
-/* where(x, y): the UOp among x, y fixes the const's dtype */
-static PyObject *m_where(UOp *self, PyObject *args) {
+/* where(x, y): the mixin object among x, y fixes the const's dtype */
+static PyObject *m_where(PyObject *self, PyObject *args) {
   PyObject *x, *y;
   if (!PyArg_ParseTuple(args, "OO:where", &x, &y)) return NULL;
-  UOp *a, *b;
-  if (UOp_Check(x)) a = (UOp *)Py_NewRef(x), b = uop_ufix((UOp *)x, y);
-  else if (UOp_Check(y)) a = uop_ufix((UOp *)y, x), b = (UOp *)Py_NewRef(y);
-  else return PyErr_Format(PyExc_RuntimeError, "where needs at least one UOp arg");
-  PyObject *ret = NULL;
+  PyObject *a, *b, *ret = NULL;
+  if (is_mixin(x)) a = Py_NewRef(x), b = ufix(x, y);
+  else if (is_mixin(y)) a = ufix(y, x), b = Py_NewRef(y);
+  else return PyErr_Format(PyExc_RuntimeError, "where needs at least one %s arg", type_name());
   if (a && b) {
-    UOp *src[3] = {self, a, b};
-    ret = (PyObject *)uop_alu(OP_WHERE, src, 3);
+    PyObject *src[3] = {self, a, b};
+    ret = impl.alu(OP_WHERE, src, 3);
   }
   Py_XDECREF(a); Py_XDECREF(b);
   return ret;
 }
 
 #define UNARY(name, OP) \
-  static PyObject *m_##name(UOp *self, PyObject *unused) { UNUSED(unused); return (PyObject *)uop_alu(OP, &self, 1); }
+  static PyObject *m_##name(PyObject *self, PyObject *unused) { UNUSED(unused); return impl.alu(OP, &self, 1); }
 UNARY(reciprocal, OP_RECIPROCAL)
 UNARY(trunc, OP_TRUNC)
 UNARY(sqrt, OP_SQRT)
@@ -223,13 +221,13 @@ UNARY(sin, OP_SIN)
 UNARY(log2, OP_LOG2)
 UNARY(exp2, OP_EXP2)
 
-static PyObject *m_neg(UOp *self, PyObject *unused) { UNUSED(unused); return neg(self); }
-static PyObject *m_logical_not(UOp *self, PyObject *unused) { UNUSED(unused); return logical_not(self); }
-static PyObject *m_square(UOp *self, PyObject *unused) { UNUSED(unused); return PyNumber_Multiply((PyObject *)self, (PyObject *)self); }
-static PyObject *m_ufix(UOp *self, PyObject *x) { return (PyObject *)uop_ufix(self, x); }
+static PyObject *m_neg(PyObject *self, PyObject *unused) { UNUSED(unused); return neg(self); }
+static PyObject *m_logical_not(PyObject *self, PyObject *unused) { UNUSED(unused); return logical_not(self); }
+static PyObject *m_square(PyObject *self, PyObject *unused) { UNUSED(unused); return PyNumber_Multiply(self, self); }
+static PyObject *m_ufix(PyObject *self, PyObject *x) { return ufix(self, x); }
 
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
-PyMethodDef uop_math_methods[] = {
+PyMethodDef math_mixin_methods[] = {
   {"add", KW(m_add), NULL}, {"mul", KW(m_mul), NULL}, {"sub", KW(m_sub), NULL}, {"div", KW(m_div), NULL},
   {"idiv", KW(m_idiv), NULL}, {"mod", KW(m_mod), NULL}, {"lshift", KW(m_lshift), NULL}, {"rshift", KW(m_rshift), NULL},
   {"bitwise_and", KW(m_bitwise_and), NULL}, {"bitwise_or", KW(m_bitwise_or), NULL}, {"bitwise_xor", KW(m_bitwise_xor), NULL},

@@ -1,8 +1,24 @@
-/* tinygrad/mixin/movement.py for UOps: reshape, expand (_broadcast_to), shrink, permute and flip, which
- * check and normalise their arguments the way the mixin does and build the op with _mop
- * (csrc/uop/ops_movement.c); plus ndim, numel and _resolve_dim. Sizes are sints compared with Python's
- * operators, as the mixin does. */
-#include "../uop/ops_movement.h"
+/* tinygrad/mixin/movement.py: reshape, expand (_broadcast_to), shrink, permute and flip, which check and normalise
+ * their arguments the way the mixin does and build the op with the type's _mop (for UOps csrc/uop/ops_movement.c);
+ * plus ndim, numel and _resolve_dim. Sizes are sints compared with Python's operators, as the mixin does. */
+#include "movement.h"
+
+static MovementMixin impl;
+
+void movement_mixin_init(const MovementMixin *i) { impl = *i; }
+
+/* tinygrad's helpers.prod: 1 * x0 * x1 ... */
+PyObject *sint_prod(PyObject *seq) {
+  PyObject *acc = PyLong_FromLong(1), *it = acc ? PyObject_GetIter(seq) : NULL, *x;
+  if (!it) { Py_XDECREF(acc); return NULL; }
+  while (acc && (x = PyIter_Next(it))) {
+    Py_SETREF(acc, PyNumber_Multiply(acc, x));
+    Py_DECREF(x);
+  }
+  Py_DECREF(it);
+  if (PyErr_Occurred()) Py_CLEAR(acc);
+  return acc;
+}
 
 /* helpers.argfix: (shape,) or (*shape) as one tuple; the mixin's methods need at least the first argument */
 static PyObject *argfix_named(PyObject *args, const char *method, const char *param) {
@@ -15,8 +31,8 @@ static PyObject *argfix_named(PyObject *args, const char *method, const char *pa
   return Py_NewRef(args);
 }
 
-static Py_ssize_t ndim(UOp *self) {
-  PyObject *s = uop_shape_req(self);
+static Py_ssize_t ndim(PyObject *self) {
+  PyObject *s = impl.shape(self);
   if (!s) return -1;
   Py_ssize_t n = PyTuple_GET_SIZE(s);
   Py_DECREF(s);
@@ -31,18 +47,18 @@ static int eq_int(PyObject *a, long v) {
 }
 
 /* self if ret's shape equals self's, else ret (steals ret) */
-static PyObject *noop_if_same_shape(UOp *self, UOp *ret) {
+static PyObject *noop_if_same_shape(PyObject *self, PyObject *ret) {
   if (!ret) return NULL;
-  PyObject *rs = uop_shape_req(ret), *ss = rs ? uop_shape_req(self) : NULL;
+  PyObject *rs = impl.shape(ret), *ss = rs ? impl.shape(self) : NULL;
   int eq = ss ? PyObject_RichCompareBool(rs, ss, Py_EQ) : -1;
   Py_XDECREF(rs); Py_XDECREF(ss);
   if (eq < 0) { Py_DECREF(ret); return NULL; }
-  if (eq) { Py_DECREF(ret); return Py_NewRef((PyObject *)self); }
-  return (PyObject *)ret;
+  if (eq) { Py_DECREF(ret); return Py_NewRef(self); }
+  return ret;
 }
 
 /* _resolve_dim(dim, extra): a dim in range as a non-negative index */
-static PyObject *resolve_dim(UOp *self, PyObject *dim, bool extra) {
+static PyObject *resolve_dim(PyObject *self, PyObject *dim, bool extra) {
   Py_ssize_t nd = ndim(self);
   if (nd < 0) return NULL;
   long total = (long)nd + extra, hi = total > 1 ? total : 1;
@@ -65,7 +81,7 @@ static PyObject *resolve_dim(UOp *self, PyObject *dim, bool extra) {
   return ret;
 }
 
-static PyObject *UOp_resolve_dim(UOp *self, PyObject *args, PyObject *kw) {
+static PyObject *mixin_resolve_dim(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"dim", "extra", NULL};
   PyObject *dim;
   int extra = 0;
@@ -73,21 +89,21 @@ static PyObject *UOp_resolve_dim(UOp *self, PyObject *args, PyObject *kw) {
   return resolve_dim(self, dim, extra);
 }
 
-static PyObject *UOp_ndim(UOp *self, void *c) {
+static PyObject *mixin_ndim(PyObject *self, void *c) {
   UNUSED(c);
   Py_ssize_t n = ndim(self);
   return n < 0 ? NULL : PyLong_FromSsize_t(n);
 }
 
-static PyObject *UOp_numel(UOp *self, PyObject *unused) {
+static PyObject *mixin_numel(PyObject *self, PyObject *unused) {
   UNUSED(unused);
-  PyObject *s = uop_shape_req(self), *r = s ? sint_prod(s) : NULL;
+  PyObject *s = impl.shape(self), *r = s ? sint_prod(s) : NULL;
   Py_XDECREF(s);
   return r;
 }
 
 /* reshape(shape, *args): None keeps an axis, one -1 is inferred, the size must not change */
-static PyObject *UOp_reshape(UOp *self, PyObject *args) {
+static PyObject *mixin_reshape(PyObject *self, PyObject *args) {
   PyObject *fixed = argfix_named(args, "reshape", "shape");
   if (!fixed) return NULL;
   Py_ssize_t n = PyTuple_GET_SIZE(fixed);
@@ -97,7 +113,7 @@ static PyObject *UOp_reshape(UOp *self, PyObject *args) {
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *s = PyTuple_GET_ITEM(fixed, i);
     if (s == Py_None) {
-      if (!shape && !(shape = uop_shape_req(self))) goto end;
+      if (!shape && !(shape = impl.shape(self))) goto end;
       if (i >= PyTuple_GET_SIZE(shape)) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); goto end; }
       s = PyTuple_GET_ITEM(shape, i);
     }
@@ -109,7 +125,7 @@ static PyObject *UOp_reshape(UOp *self, PyObject *args) {
     minus += e;
   }
   if (minus > 1) { PyErr_Format(PyExc_RuntimeError, "only one dimension can be inferred using -1, getting %S", new_shape); goto end; }
-  if (!shape && !(shape = uop_shape_req(self))) goto end;
+  if (!shape && !(shape = impl.shape(self))) goto end;
   if (minus) {   /* -prod(shape) // prod(new_shape) */
     PyObject *ps = sint_prod(shape), *nps = ps ? PyNumber_Negative(ps) : NULL, *pn = nps ? sint_prod(new_shape) : NULL;
     PyObject *inferred = pn ? PyNumber_FloorDivide(nps, pn) : NULL;
@@ -127,7 +143,7 @@ static PyObject *UOp_reshape(UOp *self, PyObject *args) {
   Py_XDECREF(ne_o);
   if (ne < 0) goto end;
   if (ne) { PyErr_Format(PyExc_ValueError, "size mismatch, can't reshape (%S) -> (%S)", shape, new_shape); goto end; }
-  ret = noop_if_same_shape(self, uop_mop(self, OP_RESHAPE, new_shape, false));
+  ret = noop_if_same_shape(self, impl.mop(self, OP_RESHAPE, new_shape));
 end:
   Py_DECREF(fixed); Py_XDECREF(shape); Py_XDECREF(new_shape); Py_XDECREF(a); Py_XDECREF(b);
   return ret;
@@ -142,12 +158,12 @@ static PyObject *align_left(PyObject *s, Py_ssize_t n) {
   return t;
 }
 
-static PyObject *broadcast_to(UOp *self, PyObject *new_shape) {
-  PyObject *shape = uop_shape_req(self), *aligned = NULL, *ret = NULL;
-  UOp *reshaped = NULL;
+static PyObject *broadcast_to(PyObject *self, PyObject *new_shape) {
+  PyObject *shape = impl.shape(self), *aligned = NULL, *ret = NULL;
+  PyObject *reshaped = NULL;
   if (!shape) return NULL;
   int eq = PyObject_RichCompareBool(shape, new_shape, Py_EQ);
-  if (eq) { ret = eq < 0 ? NULL : Py_NewRef((PyObject *)self); goto end; }
+  if (eq) { ret = eq < 0 ? NULL : Py_NewRef(self); goto end; }
   Py_ssize_t n = PyTuple_GET_SIZE(new_shape);
   if (PyTuple_GET_SIZE(shape) > n) {
     PyErr_Format(PyExc_ValueError, "cannot broadcast tensor to fewer dimensions. shape=%S to new_shape=%S", shape, new_shape);
@@ -162,10 +178,10 @@ static PyObject *broadcast_to(UOp *self, PyObject *new_shape) {
     if (!ok) { PyErr_Format(PyExc_ValueError, "cannot broadcast %S to new_shape=%S", shape, new_shape); goto end; }
   }
   PyObject *rargs = PyTuple_Pack(1, aligned);
-  reshaped = rargs ? (UOp *)UOp_reshape(self, rargs) : NULL;
+  reshaped = rargs ? mixin_reshape(self, rargs) : NULL;
   Py_XDECREF(rargs);
   if (!reshaped) goto end;
-  UOp *ex = uop_mop(reshaped, OP_EXPAND, new_shape, false);
+  PyObject *ex = impl.mop(reshaped, OP_EXPAND, new_shape);
   if (ex) {
     ret = noop_if_same_shape(reshaped, ex);
   }
@@ -174,15 +190,15 @@ end:
   return ret;
 }
 
-static PyObject *UOp_broadcast_to(UOp *self, PyObject *new_shape) {
+static PyObject *mixin_broadcast_to(PyObject *self, PyObject *new_shape) {
   PyObject *t = PySequence_Tuple(new_shape), *r = t ? broadcast_to(self, t) : NULL;
   Py_XDECREF(t);
   return r;
 }
 
 /* expand(shape, *args): -1 or None keeps an axis; fewer axes are aligned to the right */
-static PyObject *UOp_expand(UOp *self, PyObject *args) {
-  PyObject *fixed = argfix_named(args, "expand", "shape"), *shape = fixed ? uop_shape_req(self) : NULL, *ret = NULL;
+static PyObject *mixin_expand(PyObject *self, PyObject *args) {
+  PyObject *fixed = argfix_named(args, "expand", "shape"), *shape = fixed ? impl.shape(self) : NULL, *ret = NULL;
   if (!shape) { Py_XDECREF(fixed); return NULL; }
   Py_ssize_t n = PyTuple_GET_SIZE(shape) > PyTuple_GET_SIZE(fixed) ? PyTuple_GET_SIZE(shape) : PyTuple_GET_SIZE(fixed);
   PyObject *from = align_left(shape, n), *to = from ? align_left(fixed, n) : NULL, *new_shape = to ? PyTuple_New(n) : NULL;
@@ -198,8 +214,8 @@ static PyObject *UOp_expand(UOp *self, PyObject *args) {
 }
 
 /* shrink(((begin, end) or None, ...)): one entry per axis */
-static PyObject *UOp_shrink(UOp *self, PyObject *arg) {
-  PyObject *shape = uop_shape_req(self);
+static PyObject *mixin_shrink(PyObject *self, PyObject *arg) {
+  PyObject *shape = impl.shape(self);
   if (!shape) return NULL;
   Py_ssize_t len = PySequence_Length(arg), nd = PyTuple_GET_SIZE(shape);
   PyObject *lst = NULL, *ret = NULL;
@@ -218,14 +234,14 @@ static PyObject *UOp_shrink(UOp *self, PyObject *arg) {
     }
     PyList_SET_ITEM(lst, i, x);
   }
-  ret = noop_if_same_shape(self, uop_mop(self, OP_SHRINK, lst, false));
+  ret = noop_if_same_shape(self, impl.mop(self, OP_SHRINK, lst));
 end:
   Py_DECREF(shape); Py_XDECREF(lst);
   return ret;
 }
 
 /* the _resolve_dim of every item of argfix(args) */
-static PyObject *resolved_dims(UOp *self, PyObject *args, const char *method, const char *param) {
+static PyObject *resolved_dims(PyObject *self, PyObject *args, const char *method, const char *param) {
   PyObject *fixed = argfix_named(args, method, param);
   if (!fixed) return NULL;
   PyObject *t = PyTuple_New(PyTuple_GET_SIZE(fixed));
@@ -245,7 +261,7 @@ static PyObject *range_list(Py_ssize_t n) {
 }
 
 /* permute(order, *args): self when order is the identity */
-static PyObject *UOp_permute(UOp *self, PyObject *args) {
+static PyObject *mixin_permute(PyObject *self, PyObject *args) {
   PyObject *order = resolved_dims(self, args, "permute", "order");
   if (!order) return NULL;
   Py_ssize_t nd = ndim(self);
@@ -258,14 +274,14 @@ static PyObject *UOp_permute(UOp *self, PyObject *args) {
   int same = rt ? PyObject_RichCompareBool(order, rt, Py_EQ) : -1;
   Py_XDECREF(rt);
   if (same < 0) goto end;
-  ret = same ? Py_NewRef((PyObject *)self) : (PyObject *)uop_mop(self, OP_PERMUTE, order, false);
+  ret = same ? Py_NewRef(self) : impl.mop(self, OP_PERMUTE, order);
 end:
   Py_DECREF(order); Py_XDECREF(srt); Py_XDECREF(rng);
   return ret;
 }
 
 /* flip(axis, *args): self when no axis is flipped */
-static PyObject *UOp_flip(UOp *self, PyObject *args) {
+static PyObject *mixin_flip(PyObject *self, PyObject *args) {
   PyObject *axis = resolved_dims(self, args, "flip", "axis"), *flip = NULL, *ret = NULL;
   if (!axis) return NULL;
   Py_ssize_t nd = ndim(self), n = PyTuple_GET_SIZE(axis);
@@ -292,25 +308,25 @@ static PyObject *UOp_flip(UOp *self, PyObject *args) {
     any |= in;
     PyTuple_SET_ITEM(flip, i, Py_NewRef(in ? Py_True : Py_False));
   }
-  ret = any ? (PyObject *)uop_mop(self, OP_FLIP, flip, false) : Py_NewRef((PyObject *)self);
+  ret = any ? impl.mop(self, OP_FLIP, flip) : Py_NewRef(self);
 end:
   Py_DECREF(axis); Py_XDECREF(flip);
   return ret;
 }
 
-PyMethodDef uop_mixin_movement_methods[] = {
-  {"reshape", (PyCFunction)UOp_reshape, METH_VARARGS, "reshape(shape, *args)"},
-  {"expand", (PyCFunction)UOp_expand, METH_VARARGS, "expand(shape, *args)"},
-  {"_broadcast_to", (PyCFunction)UOp_broadcast_to, METH_O, NULL},
-  {"shrink", (PyCFunction)UOp_shrink, METH_O, "shrink(((begin, end) or None, ...))"},
-  {"permute", (PyCFunction)UOp_permute, METH_VARARGS, "permute(order, *args)"},
-  {"flip", (PyCFunction)UOp_flip, METH_VARARGS, "flip(axis, *args)"},
-  {"numel", (PyCFunction)UOp_numel, METH_NOARGS, NULL},
-  {"_resolve_dim", (PyCFunction)(void (*)(void))UOp_resolve_dim, METH_VARARGS | METH_KEYWORDS, NULL},
+PyMethodDef movement_mixin_methods[] = {
+  {"reshape", (PyCFunction)mixin_reshape, METH_VARARGS, "reshape(shape, *args)"},
+  {"expand", (PyCFunction)mixin_expand, METH_VARARGS, "expand(shape, *args)"},
+  {"_broadcast_to", (PyCFunction)mixin_broadcast_to, METH_O, NULL},
+  {"shrink", (PyCFunction)mixin_shrink, METH_O, "shrink(((begin, end) or None, ...))"},
+  {"permute", (PyCFunction)mixin_permute, METH_VARARGS, "permute(order, *args)"},
+  {"flip", (PyCFunction)mixin_flip, METH_VARARGS, "flip(axis, *args)"},
+  {"numel", (PyCFunction)mixin_numel, METH_NOARGS, NULL},
+  {"_resolve_dim", (PyCFunction)(void (*)(void))mixin_resolve_dim, METH_VARARGS | METH_KEYWORDS, NULL},
   {NULL, NULL, 0, NULL},
 };
 
-PyGetSetDef uop_mixin_movement_getset[] = {
-  {"ndim", (getter)UOp_ndim, NULL, "len(self.shape)", NULL},
+PyGetSetDef movement_mixin_getset[] = {
+  {"ndim", (getter)mixin_ndim, NULL, "len(self.shape)", NULL},
   {NULL, NULL, NULL, NULL, NULL},
 };

@@ -8,9 +8,10 @@
  * (same operand order) as tinygrad's. */
 #include "../uop/native.h"
 #include "../uop/form.h"
-#include "../codegen/opt/opt.h"
+#include "../uop/kernel_info.h"
+#include "../helpers/dataclass.h"
+#include "program_spec.h"
 #include "renderer.h"
-#include <structmember.h>
 #include <zlib.h>
 
 /* ==================== Estimates ==================== */
@@ -22,7 +23,6 @@ typedef struct {
 
 static PyTypeObject Estimates_Type;
 #define Estimates_Check(o) PyObject_TypeCheck((o), &Estimates_Type)
-static const char *const estimates_fields[] = {"ops", "lds", "mem", NULL};
 
 /* Steals the three references (any may be NULL: then everything is released and NULL returned). */
 static PyObject *estimates_steal(PyObject *ops, PyObject *lds, PyObject *mem) {
@@ -62,33 +62,6 @@ static void Estimates_dealloc(EstimatesObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *estimates_tuple(EstimatesObject *self) { return PyTuple_Pack(3, self->ops, self->lds, self->mem); }
-
-static PyObject *Estimates_repr(EstimatesObject *self) {
-  int seen = Py_ReprEnter((PyObject *)self);
-  if (seen != 0) return seen > 0 ? PyUnicode_FromString("...") : NULL;
-  PyObject *ret = PyUnicode_FromFormat("Estimates(ops=%R, lds=%R, mem=%R)", self->ops, self->lds, self->mem);
-  Py_ReprLeave((PyObject *)self);
-  return ret;
-}
-
-/* frozen dataclass: hash of the field tuple, eq of field tuples against the same class only */
-static Py_hash_t Estimates_hash(EstimatesObject *self) {
-  PyObject *t = estimates_tuple(self);
-  if (!t) return -1;
-  Py_hash_t h = PyObject_Hash(t);
-  Py_DECREF(t);
-  return h;
-}
-
-static PyObject *Estimates_richcompare(PyObject *a, PyObject *b, int cmp) {
-  if ((cmp != Py_EQ && cmp != Py_NE) || Py_TYPE(a) != Py_TYPE(b)) Py_RETURN_NOTIMPLEMENTED;
-  PyObject *ret = NULL, *ta = estimates_tuple((EstimatesObject *)a), *tb = ta ? estimates_tuple((EstimatesObject *)b) : NULL;
-  if (tb) ret = PyObject_RichCompare(ta, tb, cmp);
-  Py_XDECREF(ta); Py_XDECREF(tb);
-  return ret;
-}
-
 /* __add__: field by field */
 static PyObject *Estimates_add(PyObject *a, PyObject *b) {
   if (!Estimates_Check(a) || !Estimates_Check(b)) Py_RETURN_NOTIMPLEMENTED;
@@ -115,15 +88,6 @@ static PyObject *Estimates_simplify(EstimatesObject *self, PyObject *unused) {
   PyObject *lds = ops ? sint_ssimplify(self->lds) : NULL;
   PyObject *mem = lds ? sint_ssimplify(self->mem) : NULL;
   return estimates_steal(ops, lds, mem);
-}
-
-static PyObject *Estimates_reduce(EstimatesObject *self, PyObject *unused) {
-  UNUSED(unused);
-  return Py_BuildValue("(O(OOO))", (PyObject *)Py_TYPE(self), self->ops, self->lds, self->mem);
-}
-
-static PyObject *Estimates_replace(PyObject *self, PyObject *args, PyObject *kw) {
-  return tinyc_replace_fields(self, args, kw, estimates_fields);
 }
 
 /* ---- Estimates.from_uops ---- */
@@ -303,17 +267,14 @@ static PyMethodDef Estimates_methods[] = {
   {"simplify", (PyCFunction)Estimates_simplify, METH_NOARGS, "Each field ssimplify'd."},
   {"from_uops", (PyCFunction)(void (*)(void))Estimates_from_uops, METH_VARARGS | METH_KEYWORDS | METH_STATIC,
    "from_uops(uops, ignore_indexing=False): flops, bytes loaded/stored and global memory of a linear kernel."},
-  {"__reduce__", (PyCFunction)Estimates_reduce, METH_NOARGS, NULL},
-  {"__replace__", (PyCFunction)(void (*)(void))Estimates_replace, METH_VARARGS | METH_KEYWORDS, NULL},
   {NULL, NULL, 0, NULL}
 };
 
-static PyMemberDef Estimates_members[] = {
-  {"ops", T_OBJECT_EX, offsetof(EstimatesObject, ops), READONLY, "FLOPs of the kernel"},
-  {"lds", T_OBJECT_EX, offsetof(EstimatesObject, lds), READONLY, "bytes loaded and stored"},
-  {"mem", T_OBJECT_EX, offsetof(EstimatesObject, mem), READONLY, "bytes of global memory accessed, each counted once"},
-  {NULL, 0, 0, 0, NULL}
-};
+/* tinygrad's @dataclass(frozen=True) */
+static const DataclassField estimates_fields[] = {
+  DATACLASS_FIELD(EstimatesObject, ops, "FLOPs of the kernel"), DATACLASS_FIELD(EstimatesObject, lds, "bytes loaded and stored"),
+  DATACLASS_FIELD(EstimatesObject, mem, "bytes of global memory accessed, each counted once"), {NULL}};
+static const Dataclass estimates_dataclass = {estimates_fields, .frozen = true};
 
 static PyNumberMethods Estimates_as_number = {.nb_add = Estimates_add};
 
@@ -326,21 +287,14 @@ static PyTypeObject Estimates_Type = {
   .tp_new = Estimates_tp_new,
   .tp_dealloc = (destructor)Estimates_dealloc,
   .tp_traverse = (traverseproc)Estimates_traverse,
-  .tp_repr = (reprfunc)Estimates_repr,
-  .tp_hash = (hashfunc)Estimates_hash,
-  .tp_richcompare = Estimates_richcompare,
-  .tp_setattro = tinyc_frozen_setattr,
   .tp_as_number = &Estimates_as_number,
   .tp_methods = Estimates_methods,
-  .tp_members = Estimates_members,
 };
 
 /* ==================== ProgramSpec ==================== */
 
 enum { PS_NAME, PS_SRC, PS_DEVICE, PS_AST, PS_UOPS, PS_LIB, PS_AUX, PS_GLOBAL_SIZE, PS_LOCAL_SIZE, PS_VARS, PS_GLOBALS,
        PS_OUTS, PS_INS, PS_NFIELDS };
-static const char *const ps_fields[] = {"name", "src", "device", "ast", "uops", "lib", "aux", "global_size", "local_size",
-                                        "vars", "globals", "outs", "ins", NULL};
 
 typedef struct {
   PyObject_HEAD
@@ -348,6 +302,16 @@ typedef struct {
   PyObject *estimates;          /* cached properties (tinygrad's functools.cached_property), NULL until asked */
   PyObject *function_name;
 } ProgramSpecObject;
+
+/* tinygrad's plain @dataclass: eq, unhashable, mutable (through ProgramSpec_getset's checked setters) */
+#define PS_FIELD(i, name) [i] = {name, offsetof(ProgramSpecObject, f[i]), NULL}
+static const DataclassField ps_fields[PS_NFIELDS + 1] = {
+  PS_FIELD(PS_NAME, "name"), PS_FIELD(PS_SRC, "src"), PS_FIELD(PS_DEVICE, "device"), PS_FIELD(PS_AST, "ast"),
+  PS_FIELD(PS_UOPS, "uops"), PS_FIELD(PS_LIB, "lib"), PS_FIELD(PS_AUX, "aux"), PS_FIELD(PS_GLOBAL_SIZE, "global_size"),
+  PS_FIELD(PS_LOCAL_SIZE, "local_size"), PS_FIELD(PS_VARS, "vars"), PS_FIELD(PS_GLOBALS, "globals"),
+  PS_FIELD(PS_OUTS, "outs"), PS_FIELD(PS_INS, "ins"), [PS_NFIELDS] = {NULL}};
+#undef PS_FIELD
+static const Dataclass ps_dataclass = {ps_fields};
 
 static PyTypeObject ProgramSpec_Type;
 #define ProgramSpec_Check(o) PyObject_TypeCheck((o), &ProgramSpec_Type)
@@ -374,7 +338,7 @@ static int ps_check_field(int i, PyObject *v) {
   default: break;
   }
   if (!want) return 0;
-  PyErr_Format(PyExc_TypeError, "ProgramSpec: %s must be %s, not %.100s", ps_fields[i], want, Py_TYPE(v)->tp_name);
+  PyErr_Format(PyExc_TypeError, "ProgramSpec: %s must be %s, not %.100s", ps_fields[i].name, want, Py_TYPE(v)->tp_name);
   return -1;
 }
 
@@ -428,42 +392,11 @@ static void ProgramSpec_dealloc(ProgramSpecObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *ps_tuple(ProgramSpecObject *self) {
-  PyObject *t = PyTuple_New(PS_NFIELDS);
-  if (t) for (int i = 0; i < PS_NFIELDS; i++) PyTuple_SET_ITEM(t, i, Py_NewRef(self->f[i]));
-  return t;
-}
-
-static PyObject *ProgramSpec_richcompare(PyObject *a, PyObject *b, int cmp) {
-  if ((cmp != Py_EQ && cmp != Py_NE) || Py_TYPE(a) != Py_TYPE(b)) Py_RETURN_NOTIMPLEMENTED;
-  if (a == b) return PyBool_FromLong(cmp == Py_EQ);
-  PyObject *ret = NULL, *ta = ps_tuple((ProgramSpecObject *)a), *tb = ta ? ps_tuple((ProgramSpecObject *)b) : NULL;
-  if (tb) ret = PyObject_RichCompare(ta, tb, cmp);
-  Py_XDECREF(ta); Py_XDECREF(tb);
-  return ret;
-}
-
-static PyObject *ProgramSpec_repr(ProgramSpecObject *self) {
-  int seen = Py_ReprEnter((PyObject *)self);
-  if (seen != 0) return seen > 0 ? PyUnicode_FromString("...") : NULL;
-  PyObject *parts = PyList_New(0), *ret = NULL;
-  for (int i = 0; parts && i < PS_NFIELDS; i++) {
-    PyObject *s = PyUnicode_FromFormat("%s=%R", ps_fields[i], self->f[i]);
-    if (!s || PyList_Append(parts, s) < 0) Py_CLEAR(parts);
-    Py_XDECREF(s);
-  }
-  PyObject *sep = parts ? PyUnicode_FromString(", ") : NULL, *body = sep ? PyUnicode_Join(sep, parts) : NULL;
-  if (body) ret = PyUnicode_FromFormat("ProgramSpec(%U)", body);
-  Py_XDECREF(parts); Py_XDECREF(sep); Py_XDECREF(body);
-  Py_ReprLeave((PyObject *)self);
-  return ret;
-}
-
 static PyObject *ps_get_field(ProgramSpecObject *self, void *closure) { return Py_NewRef(self->f[(intptr_t)closure]); }
 
 static int ps_set_field(ProgramSpecObject *self, PyObject *v, void *closure) {
   int i = (int)(intptr_t)closure;
-  if (!v) { PyErr_Format(PyExc_AttributeError, "ProgramSpec: can't delete field %s", ps_fields[i]); return -1; }
+  if (!v) { PyErr_Format(PyExc_AttributeError, "ProgramSpec: can't delete field %s", ps_fields[i].name); return -1; }
   if (ps_check_field(i, v) < 0) return -1;
   Py_SETREF(self->f[i], Py_NewRef(v));
   return 0;
@@ -630,7 +563,7 @@ static unsigned long long ps_checksum(const char *data, Py_ssize_t n) {
  * bounds), so it fails the checksum and raises instead. */
 static PyObject *ProgramSpec_reduce(ProgramSpecObject *self, PyObject *unused) {
   UNUSED(unused);
-  PyObject *fields = ps_tuple(self), *pickle = fields ? PyImport_ImportModule("pickle") : NULL, *ret = NULL;
+  PyObject *fields = dataclass_astuple((PyObject *)self), *pickle = fields ? PyImport_ImportModule("pickle") : NULL, *ret = NULL;
   PyObject *payload = pickle ? PyObject_CallMethod(pickle, "dumps", "(O)", fields) : NULL;
   if (payload && !PyBytes_Check(payload)) PyErr_SetString(PyExc_TypeError, "pickle.dumps did not return bytes");
   else if (payload)
@@ -660,18 +593,11 @@ static PyObject *ProgramSpec_from_pickle(PyObject *cls, PyObject *args) {
   return ret;
 }
 
-static PyObject *ProgramSpec_replace(PyObject *self, PyObject *args, PyObject *kw) {
-  return tinyc_replace_fields(self, args, kw, ps_fields);
-}
-
 static PyMethodDef ProgramSpec_methods[] = {
   {"launch_dims", (PyCFunction)ProgramSpec_launch_dims, METH_O,
    "launch_dims(var_vals): (global_size, local_size) with the variables' values put in."},
   {"from_uop", (PyCFunction)ProgramSpec_from_uop, METH_O | METH_STATIC,
    "from_uop(prg): the ProgramSpec of a PROGRAM UOp (SINK, DEVICE, LINEAR, SOURCE[, BINARY])."},
-  {"replace", (PyCFunction)(void (*)(void))ProgramSpec_replace, METH_VARARGS | METH_KEYWORDS,
-   "A new ProgramSpec with the given fields changed, as dataclasses.replace."},
-  {"__replace__", (PyCFunction)(void (*)(void))ProgramSpec_replace, METH_VARARGS | METH_KEYWORDS, NULL},
   {"__reduce__", (PyCFunction)ProgramSpec_reduce, METH_NOARGS, NULL},
   {"_from_pickle", (PyCFunction)ProgramSpec_from_pickle, METH_VARARGS | METH_CLASS,
    "_from_pickle(payload, checksum): unpickle, refusing fields whose checksum fails (ValueError)."},
@@ -703,9 +629,6 @@ static PyTypeObject ProgramSpec_Type = {
   .tp_dealloc = (destructor)ProgramSpec_dealloc,
   .tp_traverse = (traverseproc)ProgramSpec_traverse,
   .tp_clear = (inquiry)ProgramSpec_clear,
-  .tp_repr = (reprfunc)ProgramSpec_repr,
-  .tp_hash = PyObject_HashNotImplemented,   /* a mutable dataclass with eq: unhashable */
-  .tp_richcompare = ProgramSpec_richcompare,
   .tp_methods = ProgramSpec_methods,
   .tp_getset = ProgramSpec_getset,
 };
@@ -717,8 +640,7 @@ int tinyc_init_program_spec(PyObject *m) {
     Py_XDECREF(operator);
     if (!arg_getter) return -1;
   }
-  if (PyType_Ready(&Estimates_Type) < 0 || tinyc_set_match_args(&Estimates_Type, estimates_fields) < 0 ||
-      PyType_Ready(&ProgramSpec_Type) < 0 || tinyc_set_match_args(&ProgramSpec_Type, ps_fields) < 0) return -1;
+  if (dataclass_ready(&Estimates_Type, &estimates_dataclass) < 0 || dataclass_ready(&ProgramSpec_Type, &ps_dataclass) < 0) return -1;
   return tinyc_add(m, "Estimates", (PyObject *)&Estimates_Type) < 0 || tinyc_add(m, "ProgramSpec", (PyObject *)&ProgramSpec_Type) < 0
     ? -1 : 0;
 }

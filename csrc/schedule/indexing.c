@@ -3,10 +3,9 @@
 #include "../uop/native.h"
 #include "../uop/ops_movement.h"
 #include "indexing.h"
+#include "../helpers/dataclass.h"
 
 /* ---- BufferizeOpts: a frozen dataclass (device, addrspace=AddrSpace.GLOBAL, removable=True) ---- */
-
-static PyObject *frozen_error;   /* dataclasses.FrozenInstanceError */
 
 static PyObject *BufferizeOpts_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"device", "addrspace", "removable", NULL};
@@ -34,66 +33,19 @@ static void BufferizeOpts_dealloc(BufferizeOpts *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *fields(BufferizeOpts *self) { return PyTuple_Pack(3, self->device, self->addrspace, self->removable); }
-
-static PyObject *BufferizeOpts_repr(BufferizeOpts *self) {
-  return PyUnicode_FromFormat("BufferizeOpts(device=%R, addrspace=%R, removable=%R)", self->device, self->addrspace, self->removable);
-}
-
-/* the dataclass's __eq__: field tuples of the same class compare */
-static PyObject *BufferizeOpts_richcompare(PyObject *a, PyObject *b, int op) {
-  if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b)) Py_RETURN_NOTIMPLEMENTED;
-  PyObject *fa = fields((BufferizeOpts *)a), *fb = fa ? fields((BufferizeOpts *)b) : NULL;
-  PyObject *r = fb ? PyObject_RichCompare(fa, fb, op) : NULL;
-  Py_XDECREF(fa); Py_XDECREF(fb);
-  return r;
-}
-
-static Py_hash_t BufferizeOpts_hash(BufferizeOpts *self) {
-  PyObject *f = fields(self);
-  Py_hash_t h = f ? PyObject_Hash(f) : -1;
-  Py_XDECREF(f);
-  return h;
-}
-
-static int BufferizeOpts_setattr(PyObject *self, PyObject *name, PyObject *v) {
-  UNUSED(self); UNUSED(v);
-  PyErr_Format(frozen_error, "cannot assign to field %R", name);
-  return -1;
-}
-
-static PyObject *BufferizeOpts_reduce(BufferizeOpts *self, PyObject *unused) {
-  UNUSED(unused);
-  PyObject *f = fields(self), *r = f ? PyTuple_Pack(2, (PyObject *)Py_TYPE(self), f) : NULL;
-  Py_XDECREF(f);
-  return r;
-}
-
-static PyMemberDef BufferizeOpts_members[] = {
-  {"device", T_OBJECT, offsetof(BufferizeOpts, device), READONLY, "the device (the local buffer's id on AddrSpace.LOCAL)"},
-  {"addrspace", T_OBJECT, offsetof(BufferizeOpts, addrspace), READONLY, NULL},
-  {"removable", T_OBJECT, offsetof(BufferizeOpts, removable), READONLY, NULL},
-  {NULL, 0, 0, 0, NULL},
-};
-
-static PyMethodDef BufferizeOpts_methods[] = {
-  {"__reduce__", (PyCFunction)BufferizeOpts_reduce, METH_NOARGS, NULL},
-  {NULL, NULL, 0, NULL},
-};
+/* tinygrad's @dataclass(frozen=True) */
+static const DataclassField bufferize_opts_fields[] = {
+  DATACLASS_FIELD(BufferizeOpts, device, "the device (the local buffer's id on AddrSpace.LOCAL)"),
+  DATACLASS_FIELD(BufferizeOpts, addrspace, NULL), DATACLASS_FIELD(BufferizeOpts, removable, NULL), {NULL}};
+static const Dataclass bufferize_opts_dataclass = {bufferize_opts_fields, .frozen = true};
 
 PyTypeObject BufferizeOpts_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.BufferizeOpts",
   .tp_basicsize = sizeof(BufferizeOpts),
   .tp_dealloc = (destructor)BufferizeOpts_dealloc,
-  .tp_repr = (reprfunc)BufferizeOpts_repr,
-  .tp_hash = (hashfunc)BufferizeOpts_hash,
-  .tp_richcompare = BufferizeOpts_richcompare,
-  .tp_setattro = BufferizeOpts_setattr,
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "BufferizeOpts(device, addrspace=AddrSpace.GLOBAL, removable=True): how a BUFFERIZE is realized",
-  .tp_members = BufferizeOpts_members,
-  .tp_methods = BufferizeOpts_methods,
   .tp_new = BufferizeOpts_new,
 };
 
@@ -295,11 +247,7 @@ static PyMethodDef indexing_functions[] = {
 };
 
 int tinyc_init_indexing(PyObject *m) {
-  PyObject *dc = PyImport_ImportModule("dataclasses");
-  if (!dc) return -1;
-  frozen_error = PyObject_GetAttrString(dc, "FrozenInstanceError");
-  Py_DECREF(dc);
-  if (!frozen_error || PyType_Ready(&BufferizeOpts_Type) < 0) return -1;
+  if (dataclass_ready(&BufferizeOpts_Type, &bufferize_opts_dataclass) < 0) return -1;
   if (tinyc_add(m, "BufferizeOpts", (PyObject *)&BufferizeOpts_Type) < 0) return -1;
   return PyModule_AddFunctions(m, indexing_functions);
 }

@@ -2,7 +2,6 @@
 #ifndef TINYC_INDEXING_H
 #define TINYC_INDEXING_H
 #include "../uop/uop.h"
-#include <structmember.h>
 
 typedef struct {
   PyObject_HEAD
@@ -19,4 +18,5 @@ PyObject *bufferize_opts_new(PyObject *device, AddrSpaceId addrspace, bool remov
 PyObject *apply_movement_op(Op op, PyObject *in_shape, PyObject *arg, PyObject *rngs);
 
 int tinyc_init_indexing(PyObject *m);
+int tinyc_init_rangeify(PyObject *m);   /* rangeify.c, the other file of schedule/: its rule sets */
 #endif

@@ -1,10 +1,8 @@
 /* tinygrad/uop/ops.py's KernelInfo, the arg of a kernel's SINK, and helpers.to_function_name.
  * Kept out of the UOp file so that file stays about UOp. */
-#include "../codegen/opt/opt.h"
-#include <structmember.h>
+#include "kernel_info.h"
+#include "../helpers/dataclass.h"
 
-static const char *const kernel_info_fields[] = {
-  "name", "axis_types", "dont_use_locals", "applied_opts", "opts_to_apply", NULL};
 static PyObject *default_name;   /* "test", tinygrad's default */
 
 /* ---- to_function_name ---- */
@@ -78,7 +76,7 @@ static PyObject *KernelInfo_tp_new(PyTypeObject *type, PyObject *args, PyObject 
   if (!(self = PyObject_GC_New(KernelInfoObject, type))) goto done;
   self->name = Py_NewRef(name);
   self->axis_types = Py_NewRef(axis_types);
-  self->dont_use_locals = dont_use_locals == Py_True;
+  self->dont_use_locals = Py_NewRef(dont_use_locals);
   self->applied_opts = Py_NewRef(applied_opts);
   self->opts_to_apply = Py_NewRef(opts_to_apply);
   self->function_name = NULL;
@@ -90,51 +88,17 @@ done:
 }
 
 static int KernelInfo_traverse(KernelInfoObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->name); Py_VISIT(self->axis_types); Py_VISIT(self->applied_opts); Py_VISIT(self->opts_to_apply);
+  Py_VISIT(self->name); Py_VISIT(self->axis_types); Py_VISIT(self->dont_use_locals); Py_VISIT(self->applied_opts);
+  Py_VISIT(self->opts_to_apply);
   return 0;
 }
 
 /* No tp_clear: like a tuple, an immutable object can not be the only link of a cycle to break. */
 static void KernelInfo_dealloc(KernelInfoObject *self) {
   PyObject_GC_UnTrack(self);
-  Py_XDECREF(self->name); Py_XDECREF(self->axis_types); Py_XDECREF(self->applied_opts);
+  Py_XDECREF(self->name); Py_XDECREF(self->axis_types); Py_XDECREF(self->dont_use_locals); Py_XDECREF(self->applied_opts);
   Py_XDECREF(self->opts_to_apply); Py_XDECREF(self->function_name);
   Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *kernel_info_as_tuple(KernelInfoObject *self) {
-  return PyTuple_Pack(5, self->name, self->axis_types, self->dont_use_locals ? Py_True : Py_False,
-                      self->applied_opts, self->opts_to_apply);
-}
-
-static PyObject *KernelInfo_repr(KernelInfoObject *self) {
-  /* as the dataclass's recursive_repr: "..." for a KernelInfo reached again inside its own fields */
-  int seen = Py_ReprEnter((PyObject *)self);
-  if (seen != 0) return seen > 0 ? PyUnicode_FromString("...") : NULL;
-  PyObject *ret = PyUnicode_FromFormat(
-      "KernelInfo(name=%R, axis_types=%R, dont_use_locals=%R, applied_opts=%R, opts_to_apply=%R)", self->name,
-      self->axis_types, self->dont_use_locals ? Py_True : Py_False, self->applied_opts, self->opts_to_apply);
-  Py_ReprLeave((PyObject *)self);
-  return ret;
-}
-
-static Py_hash_t KernelInfo_hash(KernelInfoObject *self) {
-  if (self->hash != -1) return self->hash;
-  PyObject *t = kernel_info_as_tuple(self);
-  if (!t) return -1;
-  self->hash = PyObject_Hash(t);
-  Py_DECREF(t);
-  return self->hash;
-}
-
-/* As the dataclass's __eq__: field tuples compared, only against another KernelInfo; no ordering. */
-static PyObject *KernelInfo_richcompare(PyObject *a, PyObject *b, int cmp) {
-  if ((cmp != Py_EQ && cmp != Py_NE) || !KernelInfo_Check(a) || !KernelInfo_Check(b)) Py_RETURN_NOTIMPLEMENTED;
-  PyObject *ret = NULL, *ta = kernel_info_as_tuple((KernelInfoObject *)a);
-  PyObject *tb = ta ? kernel_info_as_tuple((KernelInfoObject *)b) : NULL;
-  if (tb) ret = PyObject_RichCompare(ta, tb, cmp);
-  Py_XDECREF(ta); Py_XDECREF(tb);
-  return ret;
 }
 
 static PyObject *KernelInfo_get_function_name(KernelInfoObject *self, void *closure) {
@@ -143,40 +107,17 @@ static PyObject *KernelInfo_get_function_name(KernelInfoObject *self, void *clos
   return Py_NewRef(self->function_name);
 }
 
-static PyObject *KernelInfo_reduce(KernelInfoObject *self, PyObject *unused) {
-  UNUSED(unused);
-  PyObject *fields = kernel_info_as_tuple(self);
-  if (!fields) return NULL;
-  PyObject *ret = PyTuple_Pack(2, (PyObject *)Py_TYPE(self), fields);
-  Py_DECREF(fields);
-  return ret;
-}
-
-static PyObject *KernelInfo_replace(PyObject *self, PyObject *args, PyObject *kw) {
-  return tinyc_replace_fields(self, args, kw, kernel_info_fields);
-}
-
-static PyMethodDef KernelInfo_methods[] = {
-  {"__reduce__", (PyCFunction)KernelInfo_reduce, METH_NOARGS, NULL},
-  {"replace", (PyCFunction)(void (*)(void))KernelInfo_replace, METH_VARARGS | METH_KEYWORDS,
-   "A copy with the given fields changed, as dataclasses.replace."},
-  {"__replace__", (PyCFunction)(void (*)(void))KernelInfo_replace, METH_VARARGS | METH_KEYWORDS, NULL},
-  {NULL, NULL, 0, NULL}
-};
-
-static PyMemberDef KernelInfo_members[] = {
-  {"name", T_OBJECT_EX, offsetof(KernelInfoObject, name), READONLY, NULL},
-  {"axis_types", T_OBJECT_EX, offsetof(KernelInfoObject, axis_types), READONLY, NULL},
-  {"dont_use_locals", T_BOOL, offsetof(KernelInfoObject, dont_use_locals), READONLY, NULL},
-  {"applied_opts", T_OBJECT_EX, offsetof(KernelInfoObject, applied_opts), READONLY, NULL},
-  {"opts_to_apply", T_OBJECT_EX, offsetof(KernelInfoObject, opts_to_apply), READONLY, NULL},
-  {NULL, 0, 0, 0, NULL}
-};
-
 static PyGetSetDef KernelInfo_getset[] = {
   {"function_name", (getter)KernelInfo_get_function_name, NULL, "to_function_name(self.name)", NULL},
   {NULL, NULL, NULL, NULL, NULL}
 };
+
+/* tinygrad's @dataclass(frozen=True) */
+static const DataclassField kernel_info_fields[] = {
+  DATACLASS_FIELD(KernelInfoObject, name, NULL), DATACLASS_FIELD(KernelInfoObject, axis_types, NULL),
+  DATACLASS_FIELD(KernelInfoObject, dont_use_locals, NULL), DATACLASS_FIELD(KernelInfoObject, applied_opts, NULL),
+  DATACLASS_FIELD(KernelInfoObject, opts_to_apply, NULL), {NULL}};
+static const Dataclass kernel_info_dataclass = {kernel_info_fields, .frozen = true, .hash_cache = offsetof(KernelInfoObject, hash)};
 
 PyTypeObject KernelInfo_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
@@ -188,17 +129,11 @@ PyTypeObject KernelInfo_Type = {
   .tp_new = KernelInfo_tp_new,
   .tp_dealloc = (destructor)KernelInfo_dealloc,
   .tp_traverse = (traverseproc)KernelInfo_traverse,
-  .tp_repr = (reprfunc)KernelInfo_repr,
-  .tp_hash = (hashfunc)KernelInfo_hash,
-  .tp_richcompare = KernelInfo_richcompare,
-  .tp_setattro = tinyc_frozen_setattr,
-  .tp_methods = KernelInfo_methods,
-  .tp_members = KernelInfo_members,
   .tp_getset = KernelInfo_getset,
 };
 
 int tinyc_init_kernel_info(PyObject *m) {
   if (!default_name && !(default_name = PyUnicode_InternFromString("test"))) return -1;
-  if (PyType_Ready(&KernelInfo_Type) < 0 || tinyc_set_match_args(&KernelInfo_Type, kernel_info_fields) < 0) return -1;
+  if (dataclass_ready(&KernelInfo_Type, &kernel_info_dataclass) < 0) return -1;
   return tinyc_add(m, "KernelInfo", (PyObject *)&KernelInfo_Type);
 }

@@ -4,10 +4,6 @@
 #include "native.h"
 #include <math.h>
 
-PyObject *uop_device(UOp *u);
-PyObject *py_cdiv(PyObject *x, PyObject *y);
-PyObject *py_cmod(PyObject *x, PyObject *y);
-
 /* the pool: a list per thread of everything rule bodies made, until the rule returns. Per thread, because a rule
  * running in one thread can let another run (a Python __eq__ of an arg gives up the GIL), whose rules must not
  * release what the first one still holds. The list belongs to the thread state's dict (freed with it); tls_pool

@@ -160,5 +160,12 @@ PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool t
 int spec_check(PyObject *ast, const char *spec_name);
 
 int tinyc_init_native(PyObject *m);
+/* the rule files of uop/, each registering its rule sets (module.c calls them after native, each after those it uses) */
+int tinyc_init_eval(PyObject *m);            /* ops_eval.c */
+int tinyc_init_divandmod(PyObject *m);       /* divandmod.c */
+int tinyc_init_symbolic(PyObject *m);        /* symbolic.c */
+int tinyc_init_symbolic_sym(PyObject *m);    /* symbolic_sym.c */
+int tinyc_init_renderer(PyObject *m);        /* renderer.c */
+int tinyc_init_spec(PyObject *m);            /* spec.c */
 
 #endif

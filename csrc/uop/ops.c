@@ -4,6 +4,8 @@
 #include "uop.h"
 #include "form.h"
 #include "../helpers.h"
+#include "ops_movement.h"
+#include "../mixin/math.h"
 #include <dlfcn.h>
 
 /* ------------------------------------------------------------------------------------------
@@ -167,7 +169,6 @@ static UOp *table_find(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
 /* ------------------------------------------------------------------------------------------
  * Construction and destruction
  * ------------------------------------------------------------------------------------------ */
-
 
 UOpExtra *uop_extra(UOp *u) {
   if (!u->extra && !(u->extra = PyMem_Calloc(1, sizeof(UOpExtra)))) PyErr_NoMemory();
@@ -848,13 +849,6 @@ static PyObject *intern_count(PyObject *mod, PyObject *unused) {
   return PyLong_FromSsize_t(uop_intern_count());
 }
 
-extern PyMethodDef uop_sugar_methods[];
-extern PyGetSetDef uop_range_getset[];
-extern PyMethodDef uop_range_methods[];
-extern PyMethodDef uop_eval_methods[];
-extern PyMethodDef uop_renderer_methods[];
-#include "ops_movement.h"
-
 static PyMethodDef uop_core_methods[] = {
   {"toposort", (PyCFunction)(void (*)(void))UOp_toposort, METH_VARARGS | METH_KEYWORDS, "nodes in tinygrad's toposort order (a dict)"},
   {"op_in_backward_slice_with_self", (PyCFunction)UOp_op_in_backward_slice_with_self, METH_VARARGS, NULL},
@@ -883,6 +877,28 @@ static PyGetSetDef uop_core_getset[] = {
   {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* ---- UOp as tinygrad's OpMixin (MathMixin, MovementMixin): what the mixins require, and UOp's own number slots ---- */
+
+static PyObject *mixin_alu(Op op, PyObject *const *src, Py_ssize_t n) { return (PyObject *)uop_alu(op, (UOp *const *)src, n); }
+static PyObject *mixin_const_like(PyObject *self, PyObject *b) { return (PyObject *)uop_const_like((UOp *)self, b); }
+static DType *mixin_dtype(PyObject *self) { return ((UOp *)self)->dtype; }
+static PyObject *mixin_shape(PyObject *self) { return uop_shape_req((UOp *)self); }
+static PyObject *mixin_mop(PyObject *self, Op op, PyObject *arg) { return (PyObject *)uop_mop((UOp *)self, op, arg, false); }
+
+static int nb_bool(PyObject *a) { return uop_bool((UOp *)a); }
+static PyObject *nb_int(PyObject *a) { return uop_int((UOp *)a); }
+static PyObject *nb_float(PyObject *a) { return uop_float((UOp *)a); }
+
+/* MathMixin's operators, and __bool__, __int__, __float__ (filled in by init_mixins) */
+static PyNumberMethods uop_as_number;
+
+static void init_mixins(void) {
+  math_mixin_init(&(MathMixin){&UOp_Type, mixin_alu, mixin_const_like, mixin_dtype});
+  movement_mixin_init(&(MovementMixin){mixin_shape, mixin_mop});
+  uop_as_number = math_mixin_as_number;
+  uop_as_number.nb_bool = nb_bool, uop_as_number.nb_int = nb_int, uop_as_number.nb_float = nb_float;
+}
+
 PyTypeObject UOp_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.UOp",
@@ -890,7 +906,7 @@ PyTypeObject UOp_Type = {
   .tp_dealloc = (destructor)uop_dealloc,
   .tp_repr = (reprfunc)UOp_repr,
   .tp_as_number = &uop_as_number,
-  .tp_richcompare = uop_richcompare,
+  .tp_richcompare = math_mixin_richcompare,
   .tp_flags = Py_TPFLAGS_DEFAULT,
   .tp_doc = "UOp(op, dtype=dtypes.void, src=(), arg=None, tag=None): an immutable, hash-consed graph node",
   .tp_new = UOp_new,
@@ -925,9 +941,6 @@ static PyMethodDef module_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
-int tinyc_init_uop_sugar(PyObject *m);
-int tinyc_init_uop_range(PyObject *m);
-
 int tinyc_init_uop(PyObject *m) {
   PyObject *hashlib = PyImport_ImportModule("hashlib");
   if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
@@ -935,9 +948,10 @@ int tinyc_init_uop(PyObject *m) {
   find_libcrypto();
   if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }
   table_cap = TABLE_MIN_CAP;
-  PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, uop_math_methods, uop_range_methods, uop_eval_methods,
-                           uop_renderer_methods, uop_movement_methods, uop_mixin_movement_methods};
-  PyGetSetDef *getsets[] = {uop_core_getset, uop_range_getset, uop_movement_getset, uop_mixin_movement_getset};
+  init_mixins();
+  PyMethodDef *methods[] = {uop_core_methods, uop_sugar_methods, math_mixin_methods, uop_range_methods, uop_eval_methods,
+                           uop_renderer_methods, uop_movement_methods, movement_mixin_methods};
+  PyGetSetDef *getsets[] = {uop_core_getset, uop_range_getset, uop_movement_getset, movement_mixin_getset};
   if (!(UOp_Type.tp_methods = merge_methods(methods, 8)) || !(UOp_Type.tp_getset = merge_getset(getsets, 4))) return -1;
   UOp_Type.tp_hash = PyBaseObject_Type.tp_hash;   /* identity hash: equal nodes are the same object */
   if (PyType_Ready(&UOp_Type) < 0 || tinyc_add(m, "UOp", (PyObject *)&UOp_Type) < 0) return -1;

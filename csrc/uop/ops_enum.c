@@ -1,6 +1,7 @@
 /* tinygrad/uop/__init__.py: the Ops enum and GroupOp, plus AxisType (tinygrad keeps it in uop/ops.py).
  * Everything is generated from the one list in ops_list.h. */
-#include "uop.h"
+#include "ops_enum.h"
+#include "../helpers/enum.h"
 
 const char *const op_names[OP_COUNT] = {
   NULL,

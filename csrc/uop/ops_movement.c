@@ -31,19 +31,6 @@ static int truth_cmp(PyObject *a, PyObject *b, int cmp) {
   return t;
 }
 
-/* tinygrad's helpers.prod: 1 * x0 * x1 ... */
-PyObject *sint_prod(PyObject *seq) {
-  PyObject *acc = PyLong_FromLong(1), *it = acc ? PyObject_GetIter(seq) : NULL, *x;
-  if (!it) { Py_XDECREF(acc); return NULL; }
-  while (acc && (x = PyIter_Next(it))) {
-    Py_SETREF(acc, PyNumber_Multiply(acc, x));
-    Py_DECREF(x);
-  }
-  Py_DECREF(it);
-  if (PyErr_Occurred()) Py_CLEAR(acc);
-  return acc;
-}
-
 static PyObject *ssimplify(PyObject *x) {
   if (!x) return NULL;
   PyObject *r = PyObject_CallOneArg(fn_ssimplify, x);

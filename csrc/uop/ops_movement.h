@@ -2,6 +2,7 @@
 #ifndef TINYC_OPS_MOVEMENT_H
 #define TINYC_OPS_MOVEMENT_H
 #include "uop.h"
+#include "../mixin/movement.h"
 
 /* tinygrad's u._shape (a tuple or None) and u.shape (raises RuntimeError on None); new references */
 PyObject *uop_shape_opt(UOp *u);
@@ -13,14 +14,9 @@ int movement_shape(UOp *u, PyObject *ps, PyObject **out);
 PyObject *uop_marg(UOp *u);
 /* u._mop(op, arg, same_shape_noop): new reference */
 UOp *uop_mop(UOp *self, Op op, PyObject *arg, bool same_shape_noop);
-/* helpers.prod over sints: new reference */
-PyObject *sint_prod(PyObject *seq);
-PyObject *uop_device(UOp *u);
 
 extern PyMethodDef uop_movement_methods[];
 extern PyGetSetDef uop_movement_getset[];
-extern PyMethodDef uop_mixin_movement_methods[];
-extern PyGetSetDef uop_mixin_movement_getset[];
 int tinyc_init_uop_movement(PyObject *m);
 
 #endif

@@ -2,7 +2,7 @@
  * const_factor/divides/pop_const/gcd, variables and bind/unbind, sym_infer.
  * Bounds are Python numbers (ints are unbounded: an index's range is +-2**799), computed once per
  * node, cached in its UOpExtra, and computed bottom-up without recursion. */
-#include "uop.h"
+#include "ops_movement.h"
 #include "form.h"
 #include "../helpers.h"
 
@@ -742,7 +742,6 @@ PyObject *uop_sym_infer(UOp *self, PyObject *var_vals) {
 }
 static PyObject *UOp_sym_infer(UOp *self, PyObject *var_vals) { return uop_sym_infer(self, var_vals); }
 
-
 /* _eval: the single value of the simplified node, when its bounds meet */
 static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject *want, const char *what) {
   if (!dtype_ok(self->dtype)) return PyErr_Format(PyExc_TypeError, "eval with wrong dtype: %s of %R", what, (PyObject *)self->dtype);
@@ -935,8 +934,6 @@ int tinyc_init_uop_range(PyObject *m) {
 }
 
 /* ---- shape (tinygrad's _shape); the movement ops' cases are in ops_movement.c ---- */
-
-#include "ops_movement.h"
 
 /* One node's shape from its sources' shapes (borrowed from the map; Py_None for no shape). New ref. */
 static PyObject *node_shape(UOp *u, PtrMap *shapes) {

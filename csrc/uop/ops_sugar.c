@@ -2,8 +2,6 @@
  * (const, range, special, sink, index, load, store, end, after, cast, gep, vectorize, ...). */
 #include "uop.h"
 
-PyObject *uop_device(UOp *u);
-
 /* ---- C constructors ---- */
 
 UOp *uop_const(DType *dtype, PyObject *b) {
@@ -55,11 +53,6 @@ UOp *uop_const_like(UOp *self, PyObject *b) {
   UOp *ret = const_on_device(self->dtype, b, device);
   Py_DECREF(device);
   return ret;
-}
-
-UOp *uop_ufix(UOp *self, PyObject *x) {
-  if (UOp_Check(x)) return (UOp *)Py_NewRef(x);
-  return uop_const_like(self, x);
 }
 
 UOp *uop_alu(Op op, UOp *const *src, Py_ssize_t nsrc) {

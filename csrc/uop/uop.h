@@ -1,55 +1,10 @@
-/* The UOp core: the ops enum (tinygrad/uop/__init__.py) and the UOp type (tinygrad/uop/ops.py). */
+/* The UOp core: the UOp type (tinygrad/uop/ops.py), over the ops enum of ops_enum.h (tinygrad/uop/__init__.py). */
 #ifndef TINYC_UOP_H
 #define TINYC_UOP_H
 #include "../tinyc.h"
 #include "../dtype.h"
-#include "ops_list.h"
+#include "ops_enum.h"
 #include "../helpers.h"
-
-/* ---- ops (uop/__init__.py) ---- */
-
-typedef enum {
-  OP_NONE = 0,               /* values start at 1, as tinygrad's auto() */
-#define X(name) OP_##name,
-  OPS_LIST(X)
-#undef X
-  OP_COUNT
-} Op;
-_Static_assert(OP_COUNT <= 128, "a UOp stores its op in 7 bits");
-
-extern const char *const op_names[OP_COUNT];   /* "ADD", ... ; op_names[0] is NULL */
-extern PyObject *ops_members[OP_COUNT];        /* the tinyc.Ops members, borrowed */
-extern PyObject *Ops_Type;                     /* the tinyc.Ops IntEnum class */
-extern PyObject *ops_str[OP_COUNT];            /* "Ops.ADD", ...: str() of each member, made once */
-
-/* A set of ops as a bit set: GroupOp's groups, pattern early-reject sets. */
-typedef struct { uint64_t bits[2]; } OpSet;
-static inline bool opset_has(OpSet s, int op) { return (s.bits[op >> 6] >> (op & 63)) & 1; }
-static inline void opset_add(OpSet *s, int op) { s->bits[op >> 6] |= (uint64_t)1 << (op & 63); }
-
-/* GroupOp, with tinygrad's members (filled at init from ops_enum.c's tables). */
-typedef enum {
-  GROUP_Unary, GROUP_Binary, GROUP_Ternary, GROUP_ALU, GROUP_Elementwise, GROUP_Defines, GROUP_Irreducible,
-  GROUP_Movement, GROUP_Buffer, GROUP_Commutative, GROUP_Associative, GROUP_Idempotent, GROUP_Comparison,
-  GROUP_UnsafePad, GROUP_All, GROUP_COUNT
-} GroupId;
-extern OpSet group_ops[GROUP_COUNT];
-#define IN_GROUP(op, G) opset_has(group_ops[GROUP_##G], (op))
-
-/* Op from a Python object (an Ops member or an int in range); -1 with TypeError/ValueError set. */
-int op_from_object(PyObject *o);
-
-/* AxisType (uop/ops.py), values from 1 in tinygrad's order */
-#define AXIS_TYPES(X) X(GLOBAL) X(WARP) X(LOCAL) X(LOOP) X(GROUP_REDUCE) X(REDUCE) X(UPCAST) X(UNROLL) \
-  X(THREAD) X(OUTER) X(PLACEHOLDER)
-typedef enum {
-  AXIS_NONE = 0,
-#define X(name) AXIS_##name,
-  AXIS_TYPES(X)
-#undef X
-  AXIS_COUNT
-} AxisTypeId;
-extern PyObject *axistype_members[AXIS_COUNT];  /* borrowed */
 
 /* ---- UOp ---- */
 
@@ -103,8 +58,6 @@ UOp *uop_const(DType *dtype, PyObject *b);
 UOp *uop_const_int(DType *dtype, long long v);
 /* tinygrad's self.alu(op, *src): dtype from the last operand, bool for comparisons. */
 UOp *uop_alu(Op op, UOp *const *src, Py_ssize_t nsrc);
-/* tinygrad's ufix: x if a UOp, else self.const_like(x). New reference. */
-UOp *uop_ufix(UOp *self, PyObject *x);
 /* self.const_like(b) */
 UOp *uop_const_like(UOp *self, PyObject *b);
 
@@ -161,9 +114,29 @@ UOp *uop_get_valid(UOp *u);                         /* u.get_valid() */
 /* The number of live interned UOps (for tests of weak interning). */
 Py_ssize_t uop_intern_count(void);
 
-/* Methods of mixin/math.py (math.c) added to UOp's method table, and the number protocol. */
-extern PyMethodDef uop_math_methods[];
-extern PyNumberMethods uop_as_number;
-PyObject *uop_richcompare(PyObject *a, PyObject *b, int cmp);
+/* u.simplify() (ops_eval.c): graph_rewrite(u, symbolic), a new reference */
+UOp *uop_simplify(UOp *u);
+
+/* tinygrad's cdiv (truncating toward zero, 0 for a zero divisor) and cmod on Python ints (ops_range.c): new references */
+PyObject *py_cdiv(PyObject *x, PyObject *y);
+PyObject *py_cmod(PyObject *x, PyObject *y);
+
+/* tinygrad's u._device: the device of the first DEVICE found through the sources, None when there is none. New ref. */
+PyObject *uop_device(UOp *u);
+
+/* UOp's own __bool__, __int__ and __float__ (ops_range.c): the value of a node that evaluates to a constant. */
+int uop_bool(UOp *self);
+PyObject *uop_int(UOp *self);
+PyObject *uop_float(UOp *self);
+
+/* The methods and properties of the other UOp files, merged into UOp's tables at init (ops.c), and their inits. */
+extern PyMethodDef uop_sugar_methods[];      /* ops_sugar.c */
+extern PyMethodDef uop_range_methods[];      /* ops_range.c */
+extern PyGetSetDef uop_range_getset[];
+extern PyMethodDef uop_eval_methods[];       /* ops_eval.c */
+extern PyMethodDef uop_renderer_methods[];   /* renderer.c */
+int tinyc_init_uop(PyObject *m);
+int tinyc_init_uop_sugar(PyObject *m);
+int tinyc_init_uop_range(PyObject *m);
 
 #endif

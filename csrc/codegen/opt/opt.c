@@ -1,13 +1,12 @@
 /* tinygrad/codegen/opt/__init__.py in C: OptOps, Opt, KernelOptError and check. */
 #include "opt.h"
+#include "../../helpers/dataclass.h"
+#include "../../helpers/enum.h"
 #include <limits.h>
-#include <structmember.h>
 
 PyObject *optops_members[OPTOPS_COUNT];
 PyObject *OptOps_Type;
 PyObject *KernelOptError;
-/* dataclasses.FrozenInstanceError, raised on assignment as tinygrad's frozen dataclasses do. */
-static PyObject *FrozenInstanceError;
 
 static const char *const optops_names[] = {
 #define X(name) #name,
@@ -20,52 +19,6 @@ int optops_id(PyObject *o) {
   for (int i = 1; i < OPTOPS_COUNT; i++)
     if (optops_members[i] == o) return i;
   return 0;
-}
-
-/* ---- shared by the frozen dataclass types (Opt here, KernelInfo in uop/kernel_info.c) ---- */
-
-int tinyc_frozen_setattr(PyObject *self, PyObject *name, PyObject *value) {
-  UNUSED(self);
-  PyErr_Format(FrozenInstanceError, value ? "cannot assign to field %R" : "cannot delete field %R", name);
-  return -1;
-}
-
-PyObject *tinyc_replace_fields(PyObject *self, PyObject *args, PyObject *kw, const char *const *fields) {
-  if (PyTuple_GET_SIZE(args) != 0) {
-    PyErr_Format(PyExc_TypeError, "%s.replace() takes no positional arguments", Py_TYPE(self)->tp_name);
-    return NULL;
-  }
-  PyObject *empty = NULL, *ret = NULL, *fieldvals = PyDict_New();
-  if (!fieldvals) return NULL;
-  for (int i = 0; fields[i]; i++) {
-    PyObject *v = PyObject_GetAttrString(self, fields[i]);
-    int err = !v || PyDict_SetItemString(fieldvals, fields[i], v) < 0;
-    Py_XDECREF(v);
-    if (err) goto done;
-  }
-  if (kw && PyDict_Update(fieldvals, kw) < 0) goto done;
-  /* going through the constructor re-checks the types of the replaced fields */
-  if ((empty = PyTuple_New(0))) ret = PyObject_Call((PyObject *)Py_TYPE(self), empty, fieldvals);
-done:
-  Py_XDECREF(empty);
-  Py_DECREF(fieldvals);
-  return ret;
-}
-
-int tinyc_set_match_args(PyTypeObject *type, const char *const *fields) {
-  Py_ssize_t n = 0;
-  while (fields[n]) n++;
-  PyObject *names = PyTuple_New(n);
-  if (!names) return -1;
-  for (Py_ssize_t i = 0; i < n; i++) {
-    PyObject *s = PyUnicode_InternFromString(fields[i]);
-    if (!s) { Py_DECREF(names); return -1; }
-    PyTuple_SET_ITEM(names, i, s);
-  }
-  int err = PyDict_SetItemString(type->tp_dict, "__match_args__", names);
-  Py_DECREF(names);
-  PyType_Modified(type);
-  return err;
 }
 
 /* ---- OptOps ---- */
@@ -101,8 +54,6 @@ static int init_optops(PyObject *m) {
 }
 
 /* ---- Opt ---- */
-
-static const char *const opt_fields[] = {"op", "axis", "arg", NULL};
 
 /* The value of an int as a long, saturated: the Python object stays exact, C code gets a bound. */
 static long saturated_long(PyObject *o) {
@@ -166,56 +117,11 @@ static void Opt_dealloc(OptObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *opt_as_tuple(OptObject *self) {
-  return PyTuple_Pack(3, self->op, self->axis, self->arg);
-}
-
-static PyObject *Opt_repr(OptObject *self) {
-  /* tinygrad's __repr__ formats with str(), not repr() */
-  return PyUnicode_FromFormat("Opt(op=%S, axis=%S, arg=%S)", self->op, self->axis, self->arg);
-}
-
-static Py_hash_t Opt_hash(OptObject *self) {
-  if (self->hash != -1) return self->hash;
-  PyObject *t = opt_as_tuple(self);
-  if (!t) return -1;
-  self->hash = PyObject_Hash(t);
-  Py_DECREF(t);
-  return self->hash;
-}
-
-/* As the dataclass with order=True: compare (op, axis, arg) tuples, only against another Opt. */
-static PyObject *Opt_richcompare(PyObject *a, PyObject *b, int cmp) {
-  if (!Opt_Check(a) || !Opt_Check(b)) Py_RETURN_NOTIMPLEMENTED;
-  PyObject *ret = NULL, *ta = opt_as_tuple((OptObject *)a), *tb = ta ? opt_as_tuple((OptObject *)b) : NULL;
-  if (tb) ret = PyObject_RichCompare(ta, tb, cmp);
-  Py_XDECREF(ta); Py_XDECREF(tb);
-  return ret;
-}
-
-static PyObject *Opt_reduce(OptObject *self, PyObject *unused) {
-  UNUSED(unused);
-  return Py_BuildValue("(O(OOO))", (PyObject *)Py_TYPE(self), self->op, self->axis, self->arg);
-}
-
-static PyObject *Opt_replace(PyObject *self, PyObject *args, PyObject *kw) {
-  return tinyc_replace_fields(self, args, kw, opt_fields);
-}
-
-static PyMethodDef Opt_methods[] = {
-  {"__reduce__", (PyCFunction)Opt_reduce, METH_NOARGS, NULL},
-  {"replace", (PyCFunction)(void (*)(void))Opt_replace, METH_VARARGS | METH_KEYWORDS,
-   "A copy with the given fields changed, as dataclasses.replace."},
-  {"__replace__", (PyCFunction)(void (*)(void))Opt_replace, METH_VARARGS | METH_KEYWORDS, NULL},
-  {NULL, NULL, 0, NULL}
-};
-
-static PyMemberDef Opt_members[] = {
-  {"op", T_OBJECT_EX, offsetof(OptObject, op), READONLY, NULL},
-  {"axis", T_OBJECT_EX, offsetof(OptObject, axis), READONLY, NULL},
-  {"arg", T_OBJECT_EX, offsetof(OptObject, arg), READONLY, NULL},
-  {NULL, 0, 0, 0, NULL}
-};
+/* tinygrad's @dataclass(frozen=True, order=True), with its own __repr__ (which formats with str(), not repr()) */
+static const DataclassField opt_fields[] = {
+  DATACLASS_FIELD(OptObject, op, NULL), DATACLASS_FIELD(OptObject, axis, NULL), DATACLASS_FIELD(OptObject, arg, NULL), {NULL}};
+static const Dataclass opt_dataclass = {opt_fields, .frozen = true, .order = true, .str_repr = true,
+                                        .hash_cache = offsetof(OptObject, hash)};
 
 PyTypeObject Opt_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
@@ -226,12 +132,6 @@ PyTypeObject Opt_Type = {
   .tp_new = Opt_tp_new,
   .tp_dealloc = (destructor)Opt_dealloc,
   .tp_traverse = (traverseproc)Opt_traverse,
-  .tp_repr = (reprfunc)Opt_repr,
-  .tp_hash = (hashfunc)Opt_hash,
-  .tp_richcompare = Opt_richcompare,
-  .tp_setattro = tinyc_frozen_setattr,
-  .tp_methods = Opt_methods,
-  .tp_members = Opt_members,
 };
 
 /* ---- KernelOptError, check ---- */
@@ -257,11 +157,6 @@ static PyMethodDef opt_functions[] = {
 };
 
 static int init_errors(PyObject *m) {
-  PyObject *dataclasses = PyImport_ImportModule("dataclasses");
-  if (!dataclasses) return -1;
-  FrozenInstanceError = PyObject_GetAttrString(dataclasses, "FrozenInstanceError");
-  Py_DECREF(dataclasses);
-  if (!FrozenInstanceError) return -1;
   KernelOptError = PyErr_NewExceptionWithDoc("tinyc.KernelOptError",
       "An optimization that can not be applied to a kernel.", NULL, NULL);
   if (!KernelOptError || tinyc_add(m, "KernelOptError", KernelOptError) < 0) return -1;
@@ -270,7 +165,6 @@ static int init_errors(PyObject *m) {
 
 int tinyc_init_opt(PyObject *m) {
   if (init_errors(m) < 0 || init_optops(m) < 0) return -1;
-  if (PyType_Ready(&Opt_Type) < 0 || tinyc_set_match_args(&Opt_Type, opt_fields) < 0) return -1;
-  if (tinyc_add(m, "Opt", (PyObject *)&Opt_Type) < 0) return -1;
-  return tinyc_init_kernel_info(m);
+  if (dataclass_ready(&Opt_Type, &opt_dataclass) < 0) return -1;
+  return tinyc_add(m, "Opt", (PyObject *)&Opt_Type);
 }

@@ -1,5 +1,4 @@
-/* tinygrad/codegen/opt/__init__.py in C: OptOps, Opt, KernelOptError and check;
- * plus KernelInfo (tinygrad keeps it in uop/ops.py; here it lives in uop/kernel_info.c). */
+/* tinygrad/codegen/opt/__init__.py in C: OptOps, Opt, KernelOptError and check. */
 #ifndef TINYC_OPT_H
 #define TINYC_OPT_H
 #include "../../tinyc.h"
@@ -33,7 +32,7 @@ typedef struct {
   long axis_val;
   bool has_int_arg;      /* arg is an int; arg_val is it, saturated likewise */
   long arg_val;
-  Py_hash_t hash;        /* cached hash((op, axis, arg)), -1 until computed */
+  Py_hash_t hash;        /* cached hash((op, axis, arg)), -1 until computed (helpers/dataclass.c) */
 } OptObject;
 
 extern PyTypeObject Opt_Type;
@@ -41,32 +40,6 @@ extern PyTypeObject Opt_Type;
 /* A new Opt from borrowed parts (axis/arg NULL mean None); NULL with TypeError on bad types. */
 PyObject *opt_new(PyObject *op, PyObject *axis, PyObject *arg);
 
-/* KernelInfo(name="test", axis_types=(), dont_use_locals=False, applied_opts=(), opts_to_apply=None). */
-typedef struct {
-  PyObject_HEAD
-  PyObject *name;            /* str */
-  PyObject *axis_types;      /* tuple of AxisType */
-  PyObject *applied_opts;    /* tuple */
-  PyObject *opts_to_apply;   /* tuple or None */
-  char dont_use_locals;      /* bool (char for the T_BOOL member) */
-  PyObject *function_name;   /* cached to_function_name(name), NULL until first asked */
-  Py_hash_t hash;            /* cached hash of the field tuple, -1 until computed */
-} KernelInfoObject;
-
-extern PyTypeObject KernelInfo_Type;
-#define KernelInfo_Check(o) (Py_TYPE(o) == &KernelInfo_Type)
-
-/* tinygrad's helpers.to_function_name(s): ANSI escapes removed, then every char outside
- * [A-Za-z0-9_] written as its code point in (at least two) upper-case hex digits. New ref. */
-PyObject *tinyc_to_function_name(PyObject *s);
-
-/* Helpers shared by the frozen dataclass types. tp_setattro raising dataclasses.FrozenInstanceError: */
-int tinyc_frozen_setattr(PyObject *self, PyObject *name, PyObject *value);
-/* replace(**kw) as dataclasses.replace: the type called with the fields of self updated by kw. */
-PyObject *tinyc_replace_fields(PyObject *self, PyObject *args, PyObject *kw, const char *const *fields);
-/* type.__match_args__ = fields (after PyType_Ready). */
-int tinyc_set_match_args(PyTypeObject *type, const char *const *fields);
-
-int tinyc_init_kernel_info(PyObject *m);
+int tinyc_init_opt(PyObject *m);
 
 #endif

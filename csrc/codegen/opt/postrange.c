@@ -7,6 +7,7 @@
 #include "postrange.h"
 #include "../../uop/form.h"
 #include "opt.h"
+#include "../../uop/kernel_info.h"
 #include "../../uop/native.h"
 #include <stdarg.h>
 #include <stddef.h>

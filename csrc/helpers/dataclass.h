@@ -1,0 +1,40 @@
+/* "C dataclasses": what Python's @dataclass generates, for a C type described by a table of its fields.
+ * tinygrad's Opt, KernelInfo, Estimates, ProgramSpec and BufferizeOpts are dataclasses; their tinyc types keep
+ * their own constructors (argument checks, defaults) and get the rest from here, with the dataclass's semantics:
+ *   __repr__     Name(f1=repr(v1), ...), "..." for an object reached again inside its own fields (recursive_repr)
+ *   __eq__       the field tuples compared, against the same type only (NotImplemented otherwise); order=True adds <, <=, >, >=
+ *   __hash__     hash of the field tuple when frozen; unhashable when not (eq without frozen)
+ *   __setattr__  frozen: every assignment and deletion raises dataclasses.FrozenInstanceError
+ *   __reduce__   (type, field tuple): pickles rebuild through the constructor
+ *   replace(**changes), __replace__: type(**{fields of self, updated by changes}); the constructor rejects bad names
+ *   __match_args__, and __dataclass_fields__ / __dataclass_params__, so that dataclasses.fields, replace, asdict and
+ *   astuple accept the objects (the fields carry no defaults there: the constructor alone knows them). */
+#ifndef TINYC_DATACLASS_H
+#define TINYC_DATACLASS_H
+#include "../tinyc.h"
+#include <stddef.h>
+
+/* One field: its name and the offset of the PyObject * the object keeps it in (never NULL once the object is made). */
+typedef struct {
+  const char *name;
+  Py_ssize_t offset;
+  const char *doc;   /* the member's docstring, may be NULL */
+} DataclassField;
+#define DATACLASS_FIELD(type, member, doc) {#member, offsetof(type, member), doc}
+
+typedef struct {
+  const DataclassField *fields;   /* in declaration order, ended by {NULL} */
+  bool frozen;                    /* @dataclass(frozen=True); a frozen type also gets read-only members for its fields */
+  bool order;                     /* @dataclass(order=True) */
+  bool str_repr;                  /* the repr shows fields with str(), as Opt's own __repr__ does */
+  Py_ssize_t hash_cache;          /* offset of a Py_hash_t (-1 until computed) the hash is kept in; 0: computed each time */
+} Dataclass;
+
+/* Make `type` (a static type, not subclassable) the dataclass `dc` describes, then PyType_Ready it. Slots and methods
+ * the type defines itself are kept (ProgramSpec has its own __reduce__). `dc` must be static. 0, or -1 with an exception. */
+int dataclass_ready(PyTypeObject *type, const Dataclass *dc);
+
+/* The field values of a dataclass object as a tuple (dataclasses.astuple, not recursive): new reference. */
+PyObject *dataclass_astuple(PyObject *self);
+
+#endif

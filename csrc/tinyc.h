@@ -49,11 +49,12 @@ int tinyc_init_devectorizer(PyObject *m);
 int tinyc_init_gpudims(PyObject *m);
 int tinyc_init_linearizer(PyObject *m);
 int tinyc_init_decompositions(PyObject *m);
-/* the device side (device.h): Buffer, Device, Compiler, the CPU runtime, the disk cache, CompiledRunner */
+/* the device side (device.h): Buffer, Device, Compiler, the devices, the disk cache, CompiledRunner */
 int tinyc_init_device(PyObject *m);
 int tinyc_init_diskcache(PyObject *m);
 int tinyc_init_compiler_cpu(PyObject *m);
 int tinyc_init_ops_cpu(PyObject *m);
+int tinyc_init_ops_null(PyObject *m);
 int tinyc_init_realize(PyObject *m);
 int tinyc_init_program_spec(PyObject *m);
 int tinyc_init_postrange(PyObject *m);

@@ -692,16 +692,19 @@ static int ctrl_value(const char *var, long *v) {
   return env_int(var, v);
 }
 
-/* tinygrad's forced pairs, as a bit set: the pair the set's ctrl var names (CPU_CC=LLVM), else every pair whose own
+/* tinygrad's forced pairs, as a bit set (a set has at most 32 pairs): the pair the set's ctrl var names (CPU_CC=LLVM), else every pair whose own
  * switch is 1; more than one is an error */
 static int forced_pairs(CompiledObject *self, const CompilerSet *cs, unsigned *forced) {
   *forced = 0;
   const char *want = cs->ctrl_var ? getenv(cs->ctrl_var) : NULL;
   if (want && *want) {
-    for (int i = 0; i < cs->npairs; i++) if (strcmp(cs->pairs[i].name, want) == 0) { *forced = 1u << i; return 0; }
-    PyObject *key = PyUnicode_FromFormat("%s=%s names no compiler of %U (it has:%s%s%s)", cs->ctrl_var, want, self->device,
-                                         cs->npairs > 0 ? " " : "", cs->npairs > 0 ? cs->pairs[0].name : "", cs->npairs > 1 ? ", ..." : "");
-    if (key) { PyErr_SetObject(PyExc_KeyError, key); Py_DECREF(key); }
+    char names[256] = "";
+    for (int i = 0; i < cs->npairs; i++) {
+      if (strcmp(cs->pairs[i].name, want) == 0) { *forced = 1u << i; return 0; }
+      snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "", cs->pairs[i].name);
+    }
+    PyObject *key = PyUnicode_FromFormat("%s=%s names no compiler of %U (it has: %s)", cs->ctrl_var, want, self->device, names);
+    if (key) { PyErr_SetObject(PyExc_KeyError, key); Py_DECREF(key); }   /* tinygrad: the KeyError of its comp_sets lookup */
     return -1;
   }
   int n = 0;
@@ -787,8 +790,9 @@ static PyObject *Compiled_get_compiler(CompiledObject *self, void *c) {
   if (select_compiler_pair(self) < 0) return NULL;
   PyObject *rc = PyObject_GetAttrString(self->renderer, "compiler");
   int truth = rc ? PyObject_IsTrue(rc) : -1;
-  if (truth != 0) return truth > 0 ? rc : NULL;
-  Py_DECREF(rc);
+  if (truth > 0) return rc;
+  Py_XDECREF(rc);
+  if (truth < 0) return NULL;
   if (self->compiler != Py_None) return Py_NewRef(self->compiler);
   return PyErr_Format(PyExc_RuntimeError, "no compiler for %U", self->device);
 }
@@ -868,17 +872,10 @@ PyObject *device_canonicalize(PyObject *name) {
   return ret;
 }
 
-/* "CPU, NULL": the names of the table's rows */
-static PyObject *device_names(void) {
-  PyObject *names = PyList_New(0), *sep = PyUnicode_FromString(", "), *ret = NULL;
-  for (size_t i = 0; names && i < N_DEVICES; i++) {
-    PyObject *s = PyUnicode_FromString(device_table[i].name);
-    if (!s || PyList_Append(names, s) < 0) { Py_XDECREF(s); Py_CLEAR(names); break; }
-    Py_DECREF(s);
-  }
-  if (names && sep) ret = PyUnicode_Join(sep, names);
-  Py_XDECREF(names); Py_XDECREF(sep);
-  return ret;
+/* "CPU, NULL": the names of the table's rows, into out */
+static void device_names(char *out, size_t n) {
+  out[0] = 0;
+  for (size_t i = 0; i < N_DEVICES; i++) snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? ", " : "", device_table[i].name);
 }
 
 static bool is_tinygrad_device(const char *name) {
@@ -904,12 +901,11 @@ static PyObject *device_open(PyObject *canon) {
     dev->def = def, dev->dev = state;
     return (PyObject *)dev;
   }
-  PyObject *have = device_names();
-  char head[64];
+  char head[64], have[256];
   snprintf(head, sizeof(head), "%.*s", (int)(len < sizeof(head) ? len : sizeof(head) - 1), name);
-  if (have && is_tinygrad_device(head)) PyErr_Format(PyExc_RuntimeError, "can't open device %R: tinyc has no %s device (it has: %U)", canon, head, have);
-  else if (have) PyErr_Format(PyExc_RuntimeError, "unknown device %R (tinyc has: %U)", canon, have);
-  Py_XDECREF(have);
+  device_names(have, sizeof(have));
+  if (is_tinygrad_device(head)) PyErr_Format(PyExc_RuntimeError, "can't open device %R: tinyc has no %s device (it has: %s)", canon, head, have);
+  else PyErr_Format(PyExc_RuntimeError, "unknown device %R (tinyc has: %s)", canon, have);
   return NULL;
 }
 

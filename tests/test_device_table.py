@@ -109,6 +109,33 @@ def test_unknown_devices_name_themselves():
   with pytest.raises(RuntimeError, match="METAL"): Buffer("METAL", 4, dtypes.float).allocate()
   assert Device.canonicalize(None) == Device.DEFAULT and Device.default is Device[Device.DEFAULT]
 
+def test_repeated_calls_leave_memory_flat():
+  import gc, tracemalloc
+  null_r = CompiledRunner(get_program(add_mul_ast(), Device["NULL"].renderer))
+  cpu_r = CompiledRunner(get_program(add_mul_ast(), Device["CPU"].renderer))
+  nb, cb = [Buffer("NULL", 16, dtypes.float).allocate() for _ in range(3)], [Buffer("CPU", 16, dtypes.float).allocate() for _ in range(3)]
+  data = memoryview(bytearray(64))
+  def work():
+    null_r(nb, wait=True); cpu_r(cb)
+    b = Buffer("NULL", 16, dtypes.float).allocate().copyin(data)
+    b.copyout(data); b.as_buffer(); pickle.loads(pickle.dumps(b))
+    tinyc.NullProgram("k", b"x")(*nb, global_size=(2, 1, 1), wait=True)
+    Device["NULL"].renderer; Device["NULL"].compiler; Device["CPU"].compiler; Device.DEFAULT
+    tinyc._C.is_dtype_supported(dtypes.half)
+    for bad in (lambda: cpu_r(nb), lambda: null_r(cb), lambda: b.numpy(), lambda: Device["NOPE"], lambda: cpu_r._prg(*nb),
+                lambda: b.as_buffer(force_zero_copy=True)):
+      try: bad()
+      except (ValueError, BufferError, RuntimeError, AssertionError): pass
+  for _ in range(200): work()
+  gc.collect()
+  tracemalloc.start()
+  snap = tracemalloc.take_snapshot()
+  for _ in range(2000): work()
+  gc.collect()
+  grown = sum(st.size_diff for st in tracemalloc.take_snapshot().compare_to(snap, "filename"))
+  tracemalloc.stop()
+  assert grown < 64 * 1024, f"python memory grew by {grown} bytes"
+
 # ---- Device.DEFAULT, is_dtype_supported and the compiler pairs, in fresh processes (the environment is read once) ----
 
 DEVICE_VARS = ["AMD", "CL", "CPU", "CUDA", "DSP", "HIP", "METAL", "NULL", "NV", "PYTHON", "QCOM", "WEBGPU", "DISK", "NPY", "TINYFS",

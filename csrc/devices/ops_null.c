@@ -40,8 +40,7 @@ static PyTypeObject NullProgram_Type = {
 
 /* ---- the renderer ---- */
 
-/* NullRenderer: tinygrad's is a CStyleLanguage with these settings; tinyc's CStyleLanguage is on its way, so for now its
- * base is ClangRenderer (and it renders as Clang does). */
+/* tinygrad's NullRenderer (its settings are set at init); its base becomes CStyleLanguage, ClangRenderer until then */
 static PyTypeObject NullRenderer_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.NullRenderer",

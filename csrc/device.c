@@ -145,6 +145,10 @@ static PyObject *Buffer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 /* an empty buffer still gets one byte, so that every allocated buffer has a handle */
 static size_t buffer_alloc_size(BufferObject *self) { return buffer_nbytes(self) ? buffer_nbytes(self) : 1; }
 
+/* the allocator's copies between the host and an allocated buffer: 0, or -1 with an exception */
+static int copy_in(BufferObject *b, const void *src, size_t n) { return b->allocator->vt->copyin(b->allocator->dev, b->buf, src, n); }
+static int copy_out(BufferObject *b, void *dst, size_t n) { return b->allocator->vt->copyout(b->allocator->dev, dst, b->buf, n); }
+
 static void buffer_free_memory(BufferObject *self) {
   if (self->buf) self->allocator->vt->free(self->allocator->dev, self->buf, buffer_alloc_size(self));
   self->buf = NULL;
@@ -210,7 +214,7 @@ static PyObject *Buffer_copyin(BufferObject *self, PyObject *src) {
     PyErr_Format(PyExc_ValueError, "size mismatch, len(mv)=%zd != nbytes=%zu (dtype=%R size=%zd)", view.len, buffer_nbytes(self),
                  (PyObject *)self->dtype, self->size);
   else if (require_allocated(self, "copyin to") == 0 &&
-           self->allocator->vt->copyin(self->allocator->dev, self->buf, view.buf, (size_t)view.len) == 0)
+           copy_in(self, view.buf, (size_t)view.len) == 0)
     ret = Py_NewRef(self);
   PyBuffer_Release(&view);
   return ret;
@@ -225,7 +229,7 @@ static PyObject *Buffer_copyout(BufferObject *self, PyObject *dst) {
     PyErr_Format(PyExc_ValueError, "size mismatch, len(mv)=%zd != nbytes=%zu (dtype=%R size=%zd)", view.len, buffer_nbytes(self),
                  (PyObject *)self->dtype, self->size);
   else if (require_allocated(self, "copyout") == 0 &&
-           self->allocator->vt->copyout(self->allocator->dev, view.buf, self->buf, (size_t)view.len) == 0)
+           copy_out(self, view.buf, (size_t)view.len) == 0)
     ret = Py_NewRef(dst);
   PyBuffer_Release(&view);
   return ret;
@@ -252,7 +256,7 @@ static PyObject *Buffer_as_buffer(BufferObject *self, PyObject *args, PyObject *
   if (!ba) return NULL;
   PyObject *ret = NULL;
   memset(PyByteArray_AS_STRING(ba), 0, buffer_nbytes(self));   /* tinygrad's bytearray(nbytes): a device may copy nothing out */
-  if (self->allocator->vt->copyout(self->allocator->dev, PyByteArray_AS_STRING(ba), self->buf, buffer_nbytes(self)) == 0)
+  if (copy_out(self, PyByteArray_AS_STRING(ba), buffer_nbytes(self)) == 0)
     ret = PyMemoryView_FromObject(ba);
   Py_DECREF(ba);
   return ret;
@@ -320,7 +324,7 @@ static PyObject *Buffer_from_numpy(PyObject *cls, PyObject *args, PyObject *kw) 
     PyObject *r = buffer_allocate(b);
     if (r) {
       Py_DECREF(r);
-      if (b->allocator->vt->copyin(b->allocator->dev, b->buf, PyArray_DATA(arr), (size_t)PyArray_NBYTES(arr)) == 0) ret = Py_NewRef(buf);
+      if (copy_in(b, PyArray_DATA(arr), (size_t)PyArray_NBYTES(arr)) == 0) ret = Py_NewRef(buf);
     }
     Py_DECREF(buf);
   }
@@ -334,7 +338,7 @@ static PyObject *Buffer_reduce(BufferObject *self, PyObject *unused) {
   if (self->buf) {
     if (!(init = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)buffer_nbytes(self)))) return NULL;
     memset(PyBytes_AS_STRING(init), 0, buffer_nbytes(self));   /* a device may copy nothing out */
-    if (self->allocator->vt->copyout(self->allocator->dev, PyBytes_AS_STRING(init), self->buf, buffer_nbytes(self)) < 0) {
+    if (copy_out(self, PyBytes_AS_STRING(init), buffer_nbytes(self)) < 0) {
       Py_DECREF(init);
       return NULL;
     }

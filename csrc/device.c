@@ -537,6 +537,9 @@ PyTypeObject Compiler_Type = {
   .tp_new = PyType_GenericNew,
 };
 
+/* names interned once: a name made at each call would fill the interpreter's attribute cache with dead names */
+static PyObject *str_upper, *str_compiler;
+
 /* ================================================================================================
  * Program: the base of every runtime type (tinyc.CPUProgram, tinyc.NullProgram)
  * ================================================================================================ */
@@ -792,7 +795,7 @@ static PyObject *Compiled_get_renderer(CompiledObject *self, void *c) {
 static PyObject *Compiled_get_compiler(CompiledObject *self, void *c) {
   UNUSED(c);
   if (select_compiler_pair(self) < 0) return NULL;
-  PyObject *rc = PyObject_GetAttrString(self->renderer, "compiler");
+  PyObject *rc = PyObject_GetAttr(self->renderer, str_compiler);
   int truth = rc ? PyObject_IsTrue(rc) : -1;
   if (truth > 0) return rc;
   Py_XDECREF(rc);
@@ -866,7 +869,7 @@ PyObject *device_canonicalize(PyObject *name) {
   if (colon == -2) return NULL;
   PyObject *head = PyUnicode_Substring(name, 0, colon < 0 ? n : colon);
   if (!head) return NULL;
-  PyObject *upper = PyObject_CallMethod(head, "upper", NULL);
+  PyObject *upper = PyObject_CallMethodNoArgs(head, str_upper);
   Py_DECREF(head);
   if (!upper || colon < 0) return upper;
   PyObject *tail = PyUnicode_Substring(name, colon, n);
@@ -953,7 +956,7 @@ static PyObject *devices_from_env(void) {
   if (!from_env) return NULL;
   const char *dev = getenv("DEV");
   if (dev && *dev) {
-    PyObject *s = PyUnicode_FromString(dev), *u = s ? PyObject_CallMethod(s, "upper", NULL) : NULL;
+    PyObject *s = PyUnicode_FromString(dev), *u = s ? PyObject_CallMethodNoArgs(s, str_upper) : NULL;
     int rc = u ? PyList_Append(from_env, u) : -1;
     Py_XDECREF(s); Py_XDECREF(u);
     if (rc < 0) { Py_DECREF(from_env); return NULL; }
@@ -1160,7 +1163,8 @@ static int add_names(PyObject *m, const char *attr, const char *const *names, si
 int tinyc_init_device(PyObject *m) {
   if (PyType_Ready(&Allocator_Type) < 0 || PyType_Ready(&Buffer_Type) < 0 || PyType_Ready(&Compiler_Type) < 0 ||
       PyType_Ready(&Program_Type) < 0 || PyType_Ready(&Compiled_Type) < 0 || PyType_Ready(&DeviceRegistry_Type) < 0) return -1;
-  if (!(opened_devices = PyDict_New()) || init_dtype_switches() < 0) return -1;
+  if (!(opened_devices = PyDict_New()) || !(str_upper = PyUnicode_InternFromString("upper")) ||
+      !(str_compiler = PyUnicode_InternFromString("compiler")) || init_dtype_switches() < 0) return -1;
   uop_is_dtype_supported = is_dtype_supported;   /* the uop layer asks through this; it can't call up into the device layer */
   if (compile_stats_add("compiles", &stat_compiles) < 0 || compile_stats_add("cache_hits", &stat_cache_hits) < 0 ||
       compile_stats_add("cache_misses", &stat_cache_misses) < 0 || compile_stats_add("programs_loaded", &stat_programs_loaded) < 0) return -1;

@@ -11,6 +11,8 @@
 #include "codegen/opt/opt.h"
 #include "renderers/renderer.h"
 #include "renderers/program_spec.h"
+#include "device.h"
+#include "engine/realize.h"
 
 /* Native rule sets, each after the ones it builds on (symbolic uses div_and_mod_symbolic, ...). */
 static int tinyc_init_rule_sets(PyObject *m) {
@@ -22,10 +24,10 @@ static int tinyc_init_rule_sets(PyObject *m) {
          tinyc_init_postrange(m) < 0 || tinyc_init_codegen(m) < 0 ? -1 : 0;
 }
 
-/* The device side, after the renderers (the CPU device holds a ClangRenderer). */
+/* The device side, after the renderers (each device's pairs make renderers, NullRenderer subclasses ClangRenderer). */
 static int tinyc_init_runtime(PyObject *m) {
   return tinyc_init_diskcache(m) < 0 || tinyc_init_device(m) < 0 || tinyc_init_compiler_cpu(m) < 0 || tinyc_init_ops_cpu(m) < 0 ||
-         tinyc_init_realize(m) < 0 ? -1 : 0;
+         tinyc_init_ops_null(m) < 0 || tinyc_init_realize(m) < 0 ? -1 : 0;
 }
 
 static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",

@@ -25,11 +25,5 @@ int env_int(const char *name, long *value);
 int env_flag(const char *name, bool *flag);
 long env_long(const char *name, long dflt);
 
-/* The device side's initialisers, called from module.c. TODO(lead): they belong in device.h and an engine header, which
- * this branch does not touch (tests/test_layers.py allows them here until they move). */
-int tinyc_init_device(PyObject *m);
-int tinyc_init_compiler_cpu(PyObject *m);
-int tinyc_init_ops_cpu(PyObject *m);
-int tinyc_init_realize(PyObject *m);
 
 #endif

@@ -5,14 +5,16 @@
  * so tinygrad's ProgramSpec and tinyc's both work. It compiles with the device's compiler (through the disk cache)
  * only when p.lib is None, keeping a copy of p with lib set (p.replace(lib=...), else dataclasses.replace), and loads
  * the program with the device's runtime. It pickles as (CompiledRunner, (p,)): unpickling loads p.lib, no compile.
+ * A call launches through the program's device (program_launch), whichever device it is.
  *
  * A call checks what a kernel would otherwise read out of bounds: the number of buffers, each buffer's type, device,
  * allocation, dtype and size (against the kernel's DEFINE_GLOBALs), and a value in range for every variable. */
-#include "../device.h"
+#include "realize.h"
 #include <structmember.h>
 
 typedef struct { PyObject *dtname; int itemsize; Py_ssize_t size; } ExpectedBuf;   /* size -1: unknown */
 typedef struct { PyObject *name; long long lo, hi; } ExpectedVar;
+typedef struct { size_t global[3], local[3]; bool has_local; } LaunchDims;   /* has_local: p.local_size is not None nor empty */
 
 typedef struct {
   PyObject_HEAD
@@ -21,7 +23,8 @@ typedef struct {
   Py_ssize_t nbufs, nvars;
   ExpectedBuf *bufs;
   ExpectedVar *vars;
-  Py_ssize_t threads;     /* global_size[0] when the launch dims are constant, else -1 (ask p.launch_dims) */
+  bool const_dims;        /* every launch dim is an int: they are in dims; else ask p.launch_dims(var_vals) at each call */
+  LaunchDims dims;
 } CompiledRunnerObject;
 
 static PyTypeObject CompiledRunner_Type;
@@ -151,20 +154,35 @@ static int collect_vars(CompiledRunnerObject *self, PyObject *p) {
   return 0;
 }
 
-/* constant launch dims: global_size[0] as the thread count, when every entry is an int */
-static int collect_dims(CompiledRunnerObject *self, PyObject *p) {
-  self->threads = -1;
-  PyObject *gs = PyObject_GetAttrString(p, "global_size");
-  if (!gs) return -1;
-  if (gs == Py_None) { Py_DECREF(gs); self->threads = 1; return 0; }
-  PyObject *seq = PySequence_Fast(gs, "p.global_size must be a sequence");
-  Py_DECREF(gs);
+/* a launch size that is None, an empty sequence or one of ints: whether it is all ints */
+static int all_int(PyObject *size) {
+  if (size == Py_None) return 1;
+  PyObject *seq = PySequence_Fast(size, "launch sizes must be sequences");
   if (!seq) return -1;
-  bool all_int = true;
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) all_int = all_int && PyLong_Check(PySequence_Fast_GET_ITEM(seq, i));
-  if (all_int) self->threads = PySequence_Fast_GET_SIZE(seq) ? PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, 0)) : 1;
+  bool ok = true;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) ok = ok && PyLong_Check(PySequence_Fast_GET_ITEM(seq, i));
   Py_DECREF(seq);
-  return PyErr_Occurred() ? -1 : 0;
+  return ok;
+}
+
+/* the dims of (global_size, local_size) as tinygrad passes them: global always 3 long, local none when it is empty */
+static int set_dims(LaunchDims *d, PyObject *gs, PyObject *ls, PyObject *who) {
+  int has_local = ls == Py_None ? 0 : PyObject_IsTrue(ls);
+  if (has_local < 0) return -1;
+  d->global[0] = d->global[1] = d->global[2] = 1;
+  d->has_local = has_local;
+  return (gs != Py_None && launch_size(gs, d->global, who, "global_size") < 0) || (has_local && launch_size(ls, d->local, who, "local_size") < 0)
+    ? -1 : 0;
+}
+
+/* the launch dims, kept when they are constant */
+static int collect_dims(CompiledRunnerObject *self, PyObject *p) {
+  PyObject *gs = PyObject_GetAttrString(p, "global_size"), *ls = gs ? PyObject_GetAttrString(p, "local_size") : NULL;
+  int gi = ls ? all_int(gs) : -1, li = gi > 0 ? all_int(ls) : gi;
+  int rc = li < 0 ? -1 : 0;
+  if ((self->const_dims = gi > 0 && li > 0)) rc = set_dims(&self->dims, gs, ls, self->name);
+  Py_XDECREF(gs); Py_XDECREF(ls);
+  return rc;
 }
 
 static PyObject *CompiledRunner_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -247,7 +265,7 @@ static int check_buffer(CompiledRunnerObject *self, Py_ssize_t i, PyObject *o) {
     if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%S: rawbufs[%zd] is on device %S, the kernel runs on %S", self->name, i, b->device, self->device);
     return -1;
   }
-  if (!b->ptr) { PyErr_Format(PyExc_RuntimeError, "%S: rawbufs[%zd] is not allocated", self->name, i); return -1; }
+  if (!b->buf) { PyErr_Format(PyExc_RuntimeError, "%S: rawbufs[%zd] is not allocated", self->name, i); return -1; }
   ExpectedBuf *e = &self->bufs[i];
   if (e->dtname && (PyUnicode_Compare(b->dtype->name, e->dtname) != 0 || dtype_itemsize(b->dtype) != e->itemsize)) {
     if (!PyErr_Occurred())
@@ -261,6 +279,33 @@ static int check_buffer(CompiledRunnerObject *self, Py_ssize_t i, PyObject *o) {
   return 0;
 }
 
+/* symbolic dims: p.launch_dims(var_vals) for this call */
+static int infer_dims(CompiledRunnerObject *self, PyObject *var_vals, LaunchDims *d) {
+  PyObject *vv = var_vals == Py_None ? PyDict_New() : Py_NewRef(var_vals);
+  PyObject *dims = vv ? PyObject_CallMethod(self->p, "launch_dims", "O", vv) : NULL;
+  Py_XDECREF(vv);
+  if (!dims) return -1;
+  int rc = -1;
+  if ((!PyTuple_Check(dims) && !PyList_Check(dims)) || PySequence_Fast_GET_SIZE(dims) != 2)
+    PyErr_Format(PyExc_TypeError, "p.launch_dims must return (global_size, local_size)");
+  else rc = set_dims(d, PySequence_Fast_GET_ITEM(dims, 0), PySequence_Fast_GET_ITEM(dims, 1), self->name);
+  Py_DECREF(dims);
+  return rc;
+}
+
+/* a prg given to CompiledRunner(p, prg) that is not a loaded Program: tinygrad's call,
+ * prg(*bufs, global_size=, local_size=, vals=, wait=) */
+static PyObject *call_python_prg(CompiledRunnerObject *self, PyObject *seq, const LaunchDims *d, const int64_t *vals, int wait) {
+  PyObject *vt = PyTuple_New(self->nvars), *bt = PySequence_Tuple(seq);
+  for (Py_ssize_t i = 0; vt && i < self->nvars; i++) PyTuple_SET_ITEM(vt, i, PyLong_FromLongLong(vals[i]));
+  PyObject *gt = Py_BuildValue("(nnn)", (Py_ssize_t)d->global[0], (Py_ssize_t)d->global[1], (Py_ssize_t)d->global[2]);
+  PyObject *lt = !d->has_local ? Py_NewRef(Py_None) : Py_BuildValue("(nnn)", (Py_ssize_t)d->local[0], (Py_ssize_t)d->local[1], (Py_ssize_t)d->local[2]);
+  PyObject *kwargs = vt && bt && gt && lt ? Py_BuildValue("{sOsOsOsO}", "global_size", gt, "local_size", lt, "vals", vt, "wait", wait ? Py_True : Py_False) : NULL;
+  PyObject *ret = kwargs ? PyObject_Call(self->prg, bt, kwargs) : NULL;
+  Py_XDECREF(vt); Py_XDECREF(bt); Py_XDECREF(gt); Py_XDECREF(lt); Py_XDECREF(kwargs);
+  return ret;
+}
+
 /* runner(rawbufs, var_vals=None, wait=False) -> the kernel's seconds when wait, else None */
 static PyObject *CompiledRunner_call(CompiledRunnerObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"rawbufs", "var_vals", "wait", NULL};
@@ -270,42 +315,25 @@ static PyObject *CompiledRunner_call(CompiledRunnerObject *self, PyObject *args,
   PyObject *seq = PySequence_Fast(rawbufs, "rawbufs must be a list of Buffers");
   if (!seq) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  PyObject *ret = NULL, *dims = NULL, *gs_list = NULL;
-  int64_t vals[CPU_MAX_KERNEL_ARGS + 1];
+  PyObject *ret = NULL;
+  int64_t vals[LAUNCH_MAX_ARGS];
   if (n != self->nbufs) {
     PyErr_Format(PyExc_ValueError, "%S takes %zd buffers, got %zd", self->name, self->nbufs, n);
     goto done;
   }
-  if (self->nvars > CPU_MAX_KERNEL_ARGS) { PyErr_Format(PyExc_ValueError, "%S has too many vars (%zd)", self->name, self->nvars); goto done; }
+  if (self->nvars > LAUNCH_MAX_ARGS) { PyErr_Format(PyExc_ValueError, "%S has too many vars (%zd)", self->name, self->nvars); goto done; }
   for (Py_ssize_t i = 0; i < n; i++) if (check_buffer(self, i, PySequence_Fast_GET_ITEM(seq, i)) < 0) goto done;
   if (gather_vals(self, var_vals, vals) < 0) goto done;
-  Py_ssize_t threads = self->threads;
-  PyObject *local = Py_None;
-  if (threads < 0 || !PyObject_TypeCheck(self->prg, &CPUProgram_Type)) {   /* symbolic dims (or another runtime): ask the spec */
-    PyObject *vv = var_vals == Py_None ? PyDict_New() : Py_NewRef(var_vals);
-    dims = vv ? PyObject_CallMethod(self->p, "launch_dims", "O", vv) : NULL;
-    Py_XDECREF(vv);
-    if (!dims) goto done;
-    if (!PyTuple_Check(dims) || PyTuple_GET_SIZE(dims) != 2) { PyErr_Format(PyExc_TypeError, "p.launch_dims must return (global_size, local_size)"); goto done; }
-    if (!(gs_list = PySequence_Tuple(PyTuple_GET_ITEM(dims, 0)))) goto done;
-    local = PyTuple_GET_ITEM(dims, 1);
-    threads = PyTuple_GET_SIZE(gs_list) ? PyLong_AsSsize_t(PyTuple_GET_ITEM(gs_list, 0)) : 1;
-    if (threads == -1 && PyErr_Occurred()) goto done;
-  }
-  if (PyObject_TypeCheck(self->prg, &CPUProgram_Type)) {
-    double t = 0;
-    if (cpu_program_launch((CPUProgramObject *)self->prg, (BufferObject *const *)PySequence_Fast_ITEMS(seq), n, vals, self->nvars, threads, &t) < 0) goto done;
-    ret = wait ? PyFloat_FromDouble(t) : Py_NewRef(Py_None);
-  } else {   /* another runtime: tinygrad's call, prg(*bufs, global_size=, local_size=, vals=, wait=) */
-    PyObject *vt = PyTuple_New(self->nvars), *bt = PySequence_Tuple(seq), *lt = local == Py_None ? Py_NewRef(Py_None) : PySequence_Tuple(local);
-    for (Py_ssize_t i = 0; vt && i < self->nvars; i++) PyTuple_SET_ITEM(vt, i, PyLong_FromLongLong(vals[i]));
-    PyObject *kwargs = vt && bt && lt ? Py_BuildValue("{sOsOsOsO}", "global_size", gs_list, "local_size", lt, "vals", vt, "wait", wait ? Py_True : Py_False) : NULL;
-    ret = kwargs ? PyObject_Call(self->prg, bt, kwargs) : NULL;
-    Py_XDECREF(vt); Py_XDECREF(bt); Py_XDECREF(lt); Py_XDECREF(kwargs);
-  }
+  LaunchDims dims = self->dims;
+  if (!self->const_dims && infer_dims(self, var_vals, &dims) < 0) goto done;
+  if (Program_Check(self->prg)) {
+    double t = program_launch((ProgramObject *)self->prg, (BufferObject *const *)PySequence_Fast_ITEMS(seq), n, dims.global,
+                              dims.has_local ? dims.local : NULL, vals, self->nvars, wait);
+    if (t >= 0) ret = wait ? PyFloat_FromDouble(t) : Py_NewRef(Py_None);
+  } else ret = call_python_prg(self, seq, &dims, vals, wait);
   if (ret) self->first_run = 0;
 done:
-  Py_XDECREF(dims); Py_XDECREF(gs_list); Py_DECREF(seq);
+  Py_DECREF(seq);
   return ret;
 }
 

@@ -1,7 +1,6 @@
 /* tinygrad/uop/decompositions.py in C: SLEEF-style exp2/log2/sin built from integer and float ALUs,
  * pow through exp2/log2, division by a constant through multiply-and-shift (magicgu, fast_idiv),
  * threefry2x32, and get_late_rewrite_patterns, the rules that decompose what a renderer cannot emit.
- * Also tinygrad/device.py's is_dtype_supported, which fast_idiv asks before widening.
  *
  * The builders make their graphs through UOp's own operators (tinyc's mixin/math.c, which is tinygrad's
  * MathMixin), with Python numbers where tinygrad's source has literals, so every node (and every constant's
@@ -9,7 +8,6 @@
 #include "native.h"
 #include "decompositions.h"
 #include <math.h>
-#include <sys/utsname.h>
 
 /* ================================ building blocks ================================ */
 
@@ -509,7 +507,7 @@ UOp *fast_idiv(PyObject *device, UOp *x, PyObject *d, bool dont_cast) {
   DType *next = promo_last(x->dtype);
   if (!next) return NULL;
   if (dtype_is_int(next)) {
-    int sup = is_dtype_supported(next, device);
+    int sup = uop_is_dtype_supported(next, device);
     if (sup < 0) return NULL;
     if (sup) {
       ok = fits(m, lo, hi, next);
@@ -548,66 +546,14 @@ UOp *threefry2x32(UOp *x, UOp *key) {
   return BOR(MUL(CAST(xr1, u64), pow2(32)), CAST(xr0, u64));
 }
 
-/* ================================ is_dtype_supported ================================ */
+/* ================================ is_dtype_supported (the device layer's) ================================ */
 
-/* tinygrad's switches, read once at import as its ContextVars are */
-static bool env_CI, env_OSX, env_CPU_LVP, env_CPU_LLVM, env_CUDA_PTX, env_NV_PTX, env_NV_NAK, env_NULL_IR3, env_DISABLE_FAST_IDIV;
-static bool machine_bf16;   /* platform.machine() in {"arm", "arm64", "aarch64", "x86_64", "amd64"} */
-
-static bool str_in(const char *s, const char *const *set) {
-  for (int i = 0; set[i]; i++) if (strcmp(s, set[i]) == 0) return true;
-  return false;
-}
-
-/* Device.DEFAULT without opening devices: DEV, else the one known device set to 1 in the environment, else CPU */
-static PyObject *default_device(void) {
-  static const char *const known[] = {"AMD", "CL", "CPU", "CUDA", "DSP", "METAL", "NULL", "NV", "PYTHON", "QCOM", "REMOTE", "WEBGPU", NULL};
-  const char *dev = getenv("DEV");
-  if (dev && *dev) {
-    PyObject *s = PyUnicode_FromString(dev), *u = s ? PyObject_CallMethod(s, "upper", NULL) : NULL;
-    Py_XDECREF(s);
-    return u;
-  }
-  for (int i = 0; known[i]; i++) {
-    const char *v = getenv(known[i]);
-    if (v && strcmp(v, "1") == 0) return PyUnicode_FromString(known[i]);
-  }
-  return PyUnicode_FromString("CPU");
-}
-
-int is_dtype_supported(DType *dt, PyObject *device) {
-  if (dt == DTYPE(INDEX)) return 0;
-  PyObject *devobj = device && device != Py_None ? Py_NewRef(device) : default_device();
-  if (!devobj) return -1;
-  /* a device that is not a str equals none of the names (tinygrad compares with ==) */
-  const char *dev = PyUnicode_Check(devobj) ? PyUnicode_AsUTF8(devobj) : "";
-  int ret = 1;
-  if (!dev) ret = -1;
-  else if (dt == DTYPE(BFLOAT16)) {
-    if (!strcmp(dev, "METAL")) ret = !env_CI;
-    else if (!strcmp(dev, "CUDA")) ret = !env_CI && !env_CUDA_PTX;
-    else if (!strcmp(dev, "NV")) ret = !env_CI && !env_NV_PTX && !env_NV_NAK;
-    else if (!strcmp(dev, "CPU")) ret = !env_CI && machine_bf16 && !env_CPU_LVP;
-    else ret = str_in(dev, (const char *const[]){"AMD", "CL", "PYTHON", "NULL", NULL});
-  } else if (dt == DTYPE(FP8E4M3) || dt == DTYPE(FP8E5M2)) {
-    if (!strcmp(dev, "CUDA")) ret = !env_CI && !env_CUDA_PTX;
-    else if (!strcmp(dev, "NV")) ret = !env_CI && !env_NV_PTX && !env_NV_NAK;
-    else if (!strcmp(dev, "AMD")) ret = 0;   /* needs the AMD device's target (gfx942/gfx950), which tinyc does not open here */
-    else ret = str_in(dev, (const char *const[]){"PYTHON", "NULL", NULL});
-  } else if (!strcmp(dev, "WEBGPU")) {
-    ret = dt == DTYPE(BOOL) || dt == DTYPE(INT8) || dt == DTYPE(UINT8) || dt == DTYPE(INT16) || dt == DTYPE(UINT16) ||
-          dt == DTYPE(FLOAT32) || dt == DTYPE(INT32) || dt == DTYPE(UINT32) || dt == DTYPE(FLOAT16);
-  } else if (dt == DTYPE(FLOAT16) && !strcmp(dev, "CL")) ret = !env_CI && !env_OSX;
-  else if (dt == DTYPE(FLOAT16) && !strcmp(dev, "QCOM")) ret = 0;   /* its compiler is flaky with half */
-  else if (dt == DTYPE(FLOAT16) && (!strcmp(dev, "CUDA") || !strcmp(dev, "NV"))) ret = !env_CI;
-  else if (dt == DTYPE(FLOAT16) && !strcmp(dev, "CPU") && env_CPU_LLVM) ret = env_OSX;
-  else if (dt == DTYPE(FLOAT16) && !strcmp(dev, "PYTHON")) ret = PY_VERSION_HEX >= 0x030C0000;
-  else if (dt == DTYPE(FLOAT64)) ret = strcmp(dev, "METAL") && strcmp(dev, "QCOM") && !(env_OSX && !strcmp(dev, "CL")) && !env_NULL_IR3;
-  Py_DECREF(devobj);
-  return ret;
-}
+static int no_dtype_support(DType *dt, PyObject *device) { UNUSED(dt); UNUSED(device); return 0; }
+int (*uop_is_dtype_supported)(DType *dt, PyObject *device) = no_dtype_support;
 
 /* ================================ get_late_rewrite_patterns ================================ */
+
+static bool env_DISABLE_FAST_IDIV;   /* read once at import, as tinygrad's ContextVar */
 
 static PyObject *powers_of_two;   /* {2**i: i for i in range(64)} */
 
@@ -946,16 +892,6 @@ static PyObject *py_fast_idiv(PyObject *mod, PyObject *args, PyObject *kw) {
   BUILD(fast_idiv(device, x, d, dont_cast));
 }
 
-static PyObject *py_is_dtype_supported(PyObject *mod, PyObject *args, PyObject *kw) {
-  UNUSED(mod);
-  static char *kwlist[] = {"dtype", "device", NULL};
-  DType *dt;
-  PyObject *device = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O:is_dtype_supported", kwlist, as_dtype, &dt, &device)) return NULL;
-  int r = is_dtype_supported(dt, device);
-  return r < 0 ? NULL : PyBool_FromLong(r);
-}
-
 static PyObject *py_get_late_rewrite_patterns(PyObject *mod, PyObject *args, PyObject *kw) {
   UNUSED(mod);
   static char *kwlist[] = {"ops", "force_transcendental", NULL};
@@ -992,24 +928,13 @@ static PyMethodDef decompositions_functions[] = {
   {"magicgu", py_magicgu, METH_VARARGS, "magicgu(vmax, d): (m, s) with x//d == (x*m) >> s for 0 <= x <= vmax"},
   {"fast_idiv", KWF(py_fast_idiv), "fast_idiv(device, x, d, dont_cast=False): x // d as multiply and shift, or None"},
   {"threefry2x32", py_threefry2x32, METH_VARARGS, "threefry2x32(x, key)"},
-  {"is_dtype_supported", KWF(py_is_dtype_supported), "is_dtype_supported(dtype, device=None), as tinygrad/device.py"},
   {"get_late_rewrite_patterns", KWF(py_get_late_rewrite_patterns),
    "get_late_rewrite_patterns(ops, force_transcendental): the decomposition rules for a renderer's ops (cached)"},
   {NULL, NULL, 0, NULL},
 };
 
 int tinyc_init_decompositions(PyObject *m) {
-  struct utsname un;
-  machine_bf16 = uname(&un) == 0 && str_in(un.machine, (const char *const[]){"arm", "arm64", "aarch64", "x86_64", "amd64", NULL});
-  const char *ci = getenv("CI");
-  env_CI = ci && *ci;
-#ifdef __APPLE__
-  env_OSX = true;
-#endif
-  if (env_flag("CPU_LVP", &env_CPU_LVP) < 0 || env_flag("CPU_LLVM", &env_CPU_LLVM) < 0 || env_flag("CUDA_PTX", &env_CUDA_PTX) < 0 ||
-      env_flag("NV_PTX", &env_NV_PTX) < 0 || env_flag("NV_NAK", &env_NV_NAK) < 0 || env_flag("NULL_IR3", &env_NULL_IR3) < 0 ||
-      env_flag("DISABLE_FAST_IDIV", &env_DISABLE_FAST_IDIV) < 0)
-    return -1;
+  if (env_flag("DISABLE_FAST_IDIV", &env_DISABLE_FAST_IDIV) < 0) return -1;
   if (!(magicgu_cache = PyDict_New()) || !(late_cache = PyDict_New()) || !(powers_of_two = PyDict_New())) return -1;
   for (int i = 0; i < 64; i++) {
     PyObject *k = PyLong_FromUnsignedLongLong(1ULL << i), *v = PyLong_FromLong(i);

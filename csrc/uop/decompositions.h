@@ -10,9 +10,10 @@
  * on bad input. */
 PatternMatcher *get_late_rewrite_patterns(PyObject *ops_tuple, bool force);
 
-/* tinygrad/device.py's is_dtype_supported(dtype, device) for the devices tinyc knows; device NULL or None
- * means the default device (DEV, else the one device set to 1 in the environment, else "CPU"). 1/0, -1 on error. */
-int is_dtype_supported(DType *dt, PyObject *device);
+/* tinygrad/device.py's is_dtype_supported(dtype, device), which fast_idiv asks before widening: the device layer
+ * (device.c) sets it at init, so this layer never calls up into that one. device None means Device.DEFAULT.
+ * 1/0, -1 on error. Until set it answers 0: never widen to a dtype nobody vouched for. */
+extern int (*uop_is_dtype_supported)(DType *dt, PyObject *device);
 
 /* The builders, as in tinygrad; inside a rule (see native.h) they return borrowed pooled UOps, NULL on error.
  * fast_idiv returns NULL without an exception for tinygrad's None. */

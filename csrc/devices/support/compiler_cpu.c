@@ -1,9 +1,9 @@
 /* tinygrad/runtime/support/compiler_cpu.py's clang compiler in C: ClangCompiler runs clang ($CC overrides) on the
  * kernel's C source and returns a shared object's bytes (tinygrad's ClangJITCompiler links its own ELF loader; tinyc
- * lets the system's loader map the .so from memory, see ops_cpu.c). Same flags as tinygrad where they mean the same
+ * lets the system's loader map the .so from memory, see ../ops_cpu.c). Same flags as tinygrad where they mean the same
  * (-O2 -fPIC -ffreestanding -fno-math-errno -nostdlib -fno-ident, -march=native / -mcpu=native), plus -shared.
  * The subprocess runs without the GIL; a failure raises tinyc.CompileError carrying clang's output. */
-#include "../../device.h"
+#include "../ops_cpu.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -19,6 +19,8 @@
 #include <time.h>
 
 extern char **environ;
+
+static Py_ssize_t stat_clang_runs;   /* compile_stats()["clang_runs"] */
 
 /* A growable byte string for captured output. */
 typedef struct { char *data; size_t len, cap; } Bytes;
@@ -255,6 +257,6 @@ static PyTypeObject ClangCompiler_Type = {
 PyObject *clang_compiler_new(void) { return PyObject_CallNoArgs((PyObject *)&ClangCompiler_Type); }
 
 int tinyc_init_compiler_cpu(PyObject *m) {
-  if (PyType_Ready(&ClangCompiler_Type) < 0) return -1;
+  if (PyType_Ready(&ClangCompiler_Type) < 0 || compile_stats_add("clang_runs", &stat_clang_runs) < 0) return -1;
   return tinyc_add(m, "ClangCompiler", (PyObject *)&ClangCompiler_Type);
 }

@@ -42,6 +42,7 @@ int tinyc_init_symbolic(PyObject *m);
 int tinyc_init_symbolic_sym(PyObject *m);
 int tinyc_init_renderer(PyObject *m);
 int tinyc_init_spec(PyObject *m);
+int tinyc_init_renderer_base(PyObject *m);
 int tinyc_init_cstyle(PyObject *m);
 int tinyc_init_codegen_simplify(PyObject *m);
 int tinyc_init_expander(PyObject *m);

@@ -2,6 +2,7 @@
  * correct_load_store (split_load_store), load_store_indexing, devectorize, pm_render, pm_reduce and ReduceContext.
  * tinyc has no ImageDType, so the image-only branches of tinygrad's functions (and image_fixup) are left out. */
 #include "../codegen.h"
+#include "devectorizer.h"
 #include <structmember.h>
 
 /* a copy of u with a new dtype and sources (tinygrad's u.replace(dtype=..., src=...)), tag kept */
@@ -382,7 +383,7 @@ static UOp *cast_after_after(Captures *m, PyObject *ctx) {
 }
 
 /* an ALU/CAST/BITCAST on vectors becomes a VECTORIZE of per-lane scalar ops (not an image index's Invalid gate) */
-static UOp *no_vectorized_alu(Captures *m, PyObject *ctx) {
+UOp *no_vectorized_alu(Captures *m, PyObject *ctx) {
   UNUSED(ctx);
   UOp *alu = m->alu, *r = NULL, *lane_src[3];
   int cnt = dtype_vcount(alu->dtype);

@@ -64,6 +64,11 @@ static PyMethodDef Renderer_methods[] = {
   {NULL, NULL, 0, NULL},
 };
 
+static PyGetSetDef Renderer_getset[] = {
+  {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+  {NULL, NULL, NULL, NULL, NULL},
+};
+
 PyTypeObject Renderer_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.Renderer",
@@ -76,6 +81,7 @@ PyTypeObject Renderer_Type = {
   .tp_clear = (inquiry)Renderer_clear,
   .tp_weaklistoffset = offsetof(RendererObject, weakreflist),
   .tp_methods = Renderer_methods,
+  .tp_getset = Renderer_getset,
   .tp_dictoffset = offsetof(RendererObject, dict),
   .tp_new = PyType_GenericNew,
 };

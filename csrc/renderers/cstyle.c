@@ -121,6 +121,11 @@ typedef struct { const char *kind; const char *code; } WorkitemCode;
 /* a type_map entry */
 typedef struct { DTypeId dtype; const char *name; } TypeName;
 
+/* A native code_for_op or code_for_workitem value: a table entry the render loop applies in C, callable from Python as
+ * tinygrad's lambdas are. */
+typedef struct { PyObject_HEAD const OpCode *op; const WorkitemCode *workitem; } NativeCode;
+static PyTypeObject NativeCode_Type;
+
 typedef struct CStyleSettings CStyleSettings;
 /* a language's render_kernel(function_name, kernel, bufs, uops, prefix): a new reference */
 typedef PyObject *(*RenderKernelFn)(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
@@ -206,6 +211,10 @@ struct CStyleSettings {
   long gep_threshold;
   const CStyleLanguageDef *lang;     /* the table of the nearest native type in the renderer's MRO */
   bool plain;                        /* a native type's class settings: no method is overridden */
+  bool owned;                        /* the references are this struct's (read), not its class's (copied) */
+  /* code_for_op and type_map as tables, resolved at the start of a call */
+  const OpCode *op_codes[OP_COUNT];  /* the native entries by op; NULL for a Python callable (or no entry) */
+  PyObject *type_names[DT_COUNT];    /* the names of the standard scalars (borrowed); NULL for none */
 };
 
 typedef enum { K_STR, K_STR_OR_NONE, K_TRUTH, K_INT, K_PAIR, K_STRS, K_DICT, K_MATCHER, K_METHOD } SettingKind;
@@ -231,6 +240,12 @@ static PyObject *overridable;                 /* frozenset: every name above */
 
 /* An instance: a Renderer, and the settings of the render in progress on it (NULL outside one). */
 typedef struct { RendererObject base; CStyleSettings *settings; } CStyleObject;
+
+/* ctx is a CStyleLanguage: two compares for the native types' own instances, the renderers of the hot path */
+static inline bool is_cstyle(PyObject *ctx) {
+  PyTypeObject *t = Py_TYPE(ctx);
+  return t == &ClangJITRenderer_Type || t == &ClangRenderer_Type || PyType_IsSubtype(t, &CStyleLanguage_Type);
+}
 
 /* the native types, each with its table and its class's settings (read at init from an instance with an empty __dict__) */
 static struct { PyTypeObject *type; const CStyleLanguageDef *def; CStyleSettings cls; } native_types[] = {
@@ -297,6 +312,7 @@ static int settings_read(PyObject *self, CStyleSettings *s) {
   if (prefix < 0 || (s->gep_threshold == -1 && PyErr_Occurred())) goto fail;
   s->prefix_local_casts = prefix;
   s->lang = language_of(Py_TYPE(self));
+  s->owned = true;
   return 0;
 fail:
   settings_clear(s);
@@ -304,7 +320,7 @@ fail:
 }
 
 /* the class's settings when self is a native type's own instance whose __dict__ sets none of them, else NULL */
-static CStyleSettings *plain_settings(PyObject *self) {
+static CStyleSettings *class_settings(PyObject *self) {
   for (int k = 0; k < N(native_types); k++) {
     if (Py_TYPE(self) != native_types[k].type) continue;
     PyObject *d = ((RendererObject *)self)->dict, *key, *value;
@@ -319,35 +335,65 @@ static CStyleSettings *plain_settings(PyObject *self) {
   return NULL;
 }
 
-/* The settings of renderer self (a CStyleLanguage) for one method call: the render in progress's, else the class's for a plain
- * native instance, else read into *tmp. Pair with settings_release. NULL with an exception on a bad setting. */
+/* code_for_op's native entries and type_map's names of the standard scalars, as tables indexed by op and dtype */
+static void resolve_tables(CStyleSettings *s) {
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  memset(s->op_codes, 0, sizeof s->op_codes);
+  memset(s->type_names, 0, sizeof s->type_names);
+  while (PyDict_Next(s->code_for_op, &pos, &key, &value)) {
+    int op = Py_IS_TYPE(value, &NativeCode_Type) && ((NativeCode *)value)->op ? op_from_object(key) : -1;
+    if (op >= 0) s->op_codes[op] = ((NativeCode *)value)->op;
+    else PyErr_Clear();   /* a key that is no op is never looked up */
+  }
+  for (pos = 0; PyDict_Next(s->type_map, &pos, &key, &value);)
+    if (DType_Check(key) && ((DType *)key)->id < DT_COUNT && scalar_dtypes[((DType *)key)->id] == (DType *)key) s->type_names[((DType *)key)->id] = value;
+}
+
+/* s = renderer self's settings for one call (a render, a method): copied from its class's for a plain native instance, else read;
+ * 0, or -1 with an exception on a bad setting. Pair with settings_end. */
+static int settings_begin(PyObject *self, CStyleSettings *s) {
+  CStyleSettings *cls = class_settings(self);
+  if (cls) {
+    *s = *cls;
+    s->owned = false;
+  } else if (settings_read(self, s) < 0) return -1;
+  resolve_tables(s);
+  return 0;
+}
+static void settings_end(CStyleSettings *s) {
+  if (s->owned) settings_clear(s);
+}
+
+/* The settings of renderer self (a CStyleLanguage) for one method call: the render in progress's, else begun in *tmp. Pair
+ * with settings_release. NULL with an exception on a bad setting. */
 static CStyleSettings *settings_acquire(PyObject *self, CStyleSettings *tmp) {
   CStyleSettings *s = ((CStyleObject *)self)->settings;
-  if (s || (s = plain_settings(self))) return s;
-  return settings_read(self, tmp) < 0 ? NULL : tmp;
+  if (s) return s;
+  return settings_begin(self, tmp) < 0 ? NULL : tmp;
 }
 static void settings_release(CStyleSettings *s, CStyleSettings *tmp) {
-  if (s == tmp) settings_clear(tmp);
+  if (s == tmp) settings_end(tmp);
 }
 
 static void settings_capsule_free(PyObject *capsule) {
   CStyleSettings *s = PyCapsule_GetPointer(capsule, "tinyc.CStyleSettings");
-  if (s) { settings_clear(s); PyMem_Free(s); }
+  if (s) { settings_end(s); PyMem_Free(s); }
 }
 
 /* The settings a string rule reads from its ctx; a TypeError when ctx is not a CStyleLanguage. Outside a render they are read
  * for this one rule and go with its pool. */
 static CStyleSettings *rule_settings(PyObject *ctx) {
-  if (!PyObject_TypeCheck(ctx, &CStyleLanguage_Type)) {
+  if (!is_cstyle(ctx)) {
     PyErr_Format(PyExc_TypeError, "the C-style string rules need a CStyleLanguage as ctx, not %.100s", Py_TYPE(ctx)->tp_name);
     return NULL;
   }
   CStyleSettings *s = ((CStyleObject *)ctx)->settings;
-  if (s || (s = plain_settings(ctx))) return s;
+  if (s) return s;
   if (!(s = PyMem_Malloc(sizeof *s))) { PyErr_NoMemory(); return NULL; }
-  if (settings_read(ctx, s) < 0) { PyMem_Free(s); return NULL; }
+  if (settings_begin(ctx, s) < 0) { PyMem_Free(s); return NULL; }
   PyObject *capsule = PyCapsule_New(s, "tinyc.CStyleSettings", settings_capsule_free);
-  if (!capsule) { settings_clear(s); PyMem_Free(s); return NULL; }
+  if (!capsule) { settings_end(s); PyMem_Free(s); return NULL; }
   return pool_keep(capsule) ? s : NULL;
 }
 
@@ -365,7 +411,8 @@ static int clang_override(CStyleSettings *s, PyObject *self, int method, PyObjec
  * text helpers
  * ================================================================================================ */
 
-#define text_of renderer_text_of
+/* ctx[u]: the text of a node rendered earlier (borrowed); TypeError when ctx is not a Renderer */
+static inline PyObject *text_of(PyObject *ctx, UOp *u) { return is_cstyle(ctx) ? renderer_text((RendererObject *)ctx, u) : renderer_text_of(ctx, u); }
 
 /* s[start:end] never closes more parens than it opened, and closes all it opened */
 static bool is_balanced(PyObject *s, Py_ssize_t start, Py_ssize_t end) {
@@ -435,7 +482,7 @@ static PyObject *render_dtype(CStyleSettings *s, DType *dt) {
     return base ? PyUnicode_FromFormat("%S%S*", prefix, base) : NULL;
   }
   DType *scalar = dtype_scalar(dt);
-  PyObject *name = PyDict_GetItemWithError(s->type_map, (PyObject *)scalar);
+  PyObject *name = scalar->id < DT_COUNT ? s->type_names[scalar->id] : PyDict_GetItemWithError(s->type_map, (PyObject *)scalar);
   if (!name && PyErr_Occurred()) return NULL;
   if (!name) name = scalar->name;
   if (!PyUnicode_Check(name)) return PyErr_Format(PyExc_TypeError, "type_map[%S] must be a str, not %.100s", (PyObject *)scalar, Py_TYPE(name)->tp_name);
@@ -466,10 +513,10 @@ static PyObject *cast_text(CStyleSettings *s, DType *dt, PyObject *val) {
  * code_for_op and code_for_workitem: native entries are called in C, any other callable as tinygrad calls it
  * ================================================================================================ */
 
-#define OPCODE_CAPSULE "tinyc.OpCode"
-#define WORKITEM_CAPSULE "tinyc.WorkitemCode"
+/* how many operands the code of an op takes: tinygrad's lambdas take one per source */
+static int op_arity(Op op) { return IN_GROUP(op, Unary) ? 1 : IN_GROUP(op, Ternary) ? 3 : 2; }
 
-/* how many operands a template takes: its %S count */
+/* the %S count of a template */
 static int template_arity(const char *t) {
   int n = 0;
   for (; *t; t++) {
@@ -482,44 +529,54 @@ static int template_arity(const char *t) {
 
 /* a native code_for_op entry on operand texts: a new reference; TypeError when n is not the op's operand count */
 static PyObject *op_code_text(const OpCode *c, PyObject *const *operands, int n, DType *dtype) {
-  const char *t = c->code_f64 && dtype == DTYPE(FLOAT64) ? c->code_f64 : c->code;
-  int arity = template_arity(t);
-  if (n != arity) return PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s] takes %d operands, got %d", op_names[c->op], arity, n);
+  if (n != op_arity(c->op)) return PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s] takes %d operands, got %d", op_names[c->op], op_arity(c->op), n);
   PyObject *a[3] = {NULL, NULL, NULL};
   for (int i = 0; i < n; i++) a[i] = operands[i];
-  return PyUnicode_FromFormat(t, a[0], a[1], a[2]);
+  return PyUnicode_FromFormat(c->code_f64 && dtype == DTYPE(FLOAT64) ? c->code_f64 : c->code, a[0], a[1], a[2]);
 }
 
-/* the Python face of a native code_for_op entry: (*operands, dtype) -> text, as tinygrad's lambdas */
-static PyObject *op_code_call(PyObject *capsule, PyObject *args) {
-  const OpCode *c = PyCapsule_GetPointer(capsule, OPCODE_CAPSULE);
+static PyObject *workitem_text(const WorkitemCode *w, PyObject *dim) { return PyUnicode_FromFormat(w->code, dim, dim, dim); }
+
+/* code_for_op's (*operands, dtype) -> text, code_for_workitem's (dim) -> text */
+static PyObject *NativeCode_call(NativeCode *self, PyObject *args, PyObject *kw) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
-  if (!c) return NULL;
-  if (n < 1 || n > 4) return PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s] takes the operands and a dtype", op_names[c->op]);
-  PyObject *dt = PyTuple_GET_ITEM(args, n - 1), *strs[3];
-  int k = 0;
-  for (; k < n - 1; k++) if (!(strs[k] = PyObject_Str(PyTuple_GET_ITEM(args, k)))) break;
-  PyObject *ret = k == n - 1 ? op_code_text(c, strs, k, DType_Check(dt) ? (DType *)dt : NULL) : NULL;
+  const char *what = self->op ? op_names[self->op->op] : self->workitem->kind;
+  if ((kw && PyDict_GET_SIZE(kw)) || n < 1 || n > (self->op ? 4 : 1))
+    return PyErr_Format(PyExc_TypeError, self->op ? "code_for_op[Ops.%s] takes the operands and a dtype" : "code_for_workitem[%s] takes the dimension", what);
+  PyObject *strs[3], *ret = NULL;
+  int k = 0, texts = self->op ? (int)n - 1 : 1;
+  for (; k < texts; k++) if (!(strs[k] = PyObject_Str(PyTuple_GET_ITEM(args, k)))) break;
+  if (k == texts) {
+    PyObject *dt = PyTuple_GET_ITEM(args, n - 1);
+    ret = self->op ? op_code_text(self->op, strs, k, DType_Check(dt) ? (DType *)dt : NULL) : workitem_text(self->workitem, strs[0]);
+  }
   for (int i = 0; i < k; i++) Py_DECREF(strs[i]);
   return ret;
 }
-static PyMethodDef op_code_def = {"code_for_op", op_code_call, METH_VARARGS, "the C text of the op on its operands' texts and dtype"};
 
-/* the entry of a native code_for_op value, NULL for any other callable */
-static const OpCode *native_op_code(PyObject *fn) {
-  if (!PyCFunction_Check(fn) || PyCFunction_GET_FUNCTION(fn) != op_code_call) return NULL;
-  return PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), OPCODE_CAPSULE);
+static PyTypeObject NativeCode_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.NativeCode",
+  .tp_basicsize = sizeof(NativeCode),
+  .tp_call = (ternaryfunc)NativeCode_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "a code_for_op / code_for_workitem entry of a native language: its C text on the operands' texts",
+};
+
+static PyObject *native_code(const OpCode *op, const WorkitemCode *workitem) {
+  NativeCode *c = PyObject_New(NativeCode, &NativeCode_Type);
+  if (c) { c->op = op; c->workitem = workitem; }
+  return (PyObject *)c;
 }
 
 /* ctx.code_for_op[x.op](*operands, x.dtype): a new reference; KeyError for an op the renderer has no code for */
 static PyObject *alu_text(CStyleSettings *s, UOp *x, PyObject *const *operands, int n) {
+  if (s->op_codes[x->op]) return op_code_text(s->op_codes[x->op], operands, n, x->dtype);
   PyObject *fn = PyDict_GetItemWithError(s->code_for_op, ops_members[x->op]);
   if (!fn) {
     if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, ops_members[x->op]);
     return NULL;
   }
-  const OpCode *c = native_op_code(fn);
-  if (c) return op_code_text(c, operands, n, x->dtype);
   PyObject *args[4];
   for (int i = 0; i < n; i++) args[i] = operands[i];
   args[n] = (PyObject *)x->dtype;
@@ -529,17 +586,6 @@ static PyObject *alu_text(CStyleSettings *s, UOp *x, PyObject *const *operands, 
   return ret;
 }
 
-static PyObject *workitem_text(const WorkitemCode *w, PyObject *dim) { return PyUnicode_FromFormat(w->code, dim, dim, dim); }
-
-/* the Python face of a native code_for_workitem entry: dim -> text */
-static PyObject *workitem_call(PyObject *capsule, PyObject *dim) {
-  const WorkitemCode *w = PyCapsule_GetPointer(capsule, WORKITEM_CAPSULE);
-  PyObject *text = w ? PyObject_Str(dim) : NULL, *ret = text ? workitem_text(w, text) : NULL;
-  Py_XDECREF(text);
-  return ret;
-}
-static PyMethodDef workitem_def = {"code_for_workitem", workitem_call, METH_O, "the C text of a SPECIAL of this kind on its dimension"};
-
 /* ctx.code_for_workitem[kind](dim): pooled; KeyError for a kind the renderer has no code for */
 static PyObject *workitem_code_text(CStyleSettings *s, PyObject *kind, PyObject *dim) {
   PyObject *fn = PyDict_GetItemWithError(s->code_for_workitem, kind);
@@ -547,10 +593,7 @@ static PyObject *workitem_code_text(CStyleSettings *s, PyObject *kind, PyObject 
     if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, kind);
     return NULL;
   }
-  if (PyCFunction_Check(fn) && PyCFunction_GET_FUNCTION(fn) == workitem_call) {
-    const WorkitemCode *w = PyCapsule_GetPointer(PyCFunction_GET_SELF(fn), WORKITEM_CAPSULE);
-    return w ? pool_keep(workitem_text(w, dim)) : NULL;
-  }
+  if (Py_IS_TYPE(fn, &NativeCode_Type) && ((NativeCode *)fn)->workitem) return pool_keep(workitem_text(((NativeCode *)fn)->workitem, dim));
   Py_INCREF(fn);
   PyObject *ret = PyObject_CallOneArg(fn, dim);
   Py_DECREF(fn);
@@ -1475,12 +1518,18 @@ PyTypeObject ClangJITRenderer_Type = {
 
 /* ---- class attributes, from the tables ---- */
 
+/* code_for_op from a table, checked: each template takes as many operands as its op */
 static PyObject *code_for_op_dict(const OpCode *codes) {
   PyObject *d = PyDict_New();
   for (const OpCode *c = codes; d && c->op != OP_NONE; c++) {
-    PyObject *capsule = PyCapsule_New((void *)c, OPCODE_CAPSULE, NULL), *fn = capsule ? PyCFunction_New(&op_code_def, capsule) : NULL;
+    if (template_arity(c->code) != op_arity(c->op) || (c->code_f64 && template_arity(c->code_f64) != op_arity(c->op))) {
+      PyErr_Format(PyExc_SystemError, "the code_for_op template of Ops.%s does not take %d operands", op_names[c->op], op_arity(c->op));
+      Py_CLEAR(d);
+      break;
+    }
+    PyObject *fn = native_code(c, NULL);
     if (!fn || PyDict_SetItem(d, ops_members[c->op], fn) < 0) Py_CLEAR(d);
-    Py_XDECREF(capsule); Py_XDECREF(fn);
+    Py_XDECREF(fn);
   }
   return d;
 }
@@ -1488,9 +1537,14 @@ static PyObject *code_for_op_dict(const OpCode *codes) {
 static PyObject *workitem_dict(const WorkitemCode *codes) {
   PyObject *d = PyDict_New();
   for (const WorkitemCode *w = codes; d && w->kind; w++) {
-    PyObject *capsule = PyCapsule_New((void *)w, WORKITEM_CAPSULE, NULL), *fn = capsule ? PyCFunction_New(&workitem_def, capsule) : NULL;
+    if (template_arity(w->code) > 3) {   /* workitem_text passes the dimension three times */
+      PyErr_Format(PyExc_SystemError, "the code_for_workitem template of %s uses its dimension more than three times", w->kind);
+      Py_CLEAR(d);
+      break;
+    }
+    PyObject *fn = native_code(NULL, w);
     if (!fn || PyDict_SetItemString(d, w->kind, fn) < 0) Py_CLEAR(d);
-    Py_XDECREF(capsule); Py_XDECREF(fn);
+    Py_XDECREF(fn);
   }
   return d;
 }
@@ -1594,7 +1648,7 @@ static PyMethodDef cstyle_functions[] = {
 };
 
 int tinyc_init_cstyle(PyObject *m) {
-  if (init_names() < 0 || init_matchers() < 0) return -1;
+  if (PyType_Ready(&NativeCode_Type) < 0 || init_names() < 0 || init_matchers() < 0) return -1;
   if (PyType_Ready(&CStyleLanguage_Type) < 0 || PyType_Ready(&ClangRenderer_Type) < 0 || PyType_Ready(&ClangJITRenderer_Type) < 0) return -1;
   if (language_attrs(&CStyleLanguage_Type, &cstyle_language) < 0 || language_attrs(&ClangRenderer_Type, &clang_language) < 0 ||
       clang_renderer_attrs(&ClangRenderer_Type) < 0)

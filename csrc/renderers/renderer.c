@@ -9,10 +9,7 @@
 
 PyObject *renderer_text_of(PyObject *ctx, UOp *u) {
   if (!Renderer_Check(ctx)) return PyErr_Format(PyExc_TypeError, "a string rule's ctx must be a Renderer, not %.100s", Py_TYPE(ctx)->tp_name);
-  PyObject *r = ((RendererObject *)ctx)->r;
-  PyObject *t = r ? PyDict_GetItemWithError(r, (PyObject *)u) : NULL;
-  if (!t && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, (PyObject *)u);
-  return t;
+  return renderer_text((RendererObject *)ctx, u);
 }
 
 static int Renderer_traverse(RendererObject *self, visitproc visit, void *arg) {

@@ -17,8 +17,14 @@ typedef struct {
 extern PyTypeObject Renderer_Type;
 #define Renderer_Check(o) PyObject_TypeCheck((o), &Renderer_Type)
 
-/* ctx[u]: the text rendered for node u in the render in progress on ctx (borrowed). TypeError when ctx is
- * not a Renderer, KeyError when u was not rendered (or no render is in progress). */
+/* ren[u]: the text rendered for node u in the render in progress on ren (borrowed); KeyError when u was not
+ * rendered (or no render is in progress). */
+static inline PyObject *renderer_text(RendererObject *ren, UOp *u) {
+  PyObject *t = ren->r ? PyDict_GetItemWithError(ren->r, (PyObject *)u) : NULL;
+  if (!t && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, (PyObject *)u);
+  return t;
+}
+/* ctx[u], a TypeError when ctx is not a Renderer */
 PyObject *renderer_text_of(PyObject *ctx, UOp *u);
 
 /* Set one class attribute of a renderer type (before PyType_Modified), stealing v; -1 on error (v NULL too). */

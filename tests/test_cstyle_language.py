@@ -230,3 +230,22 @@ def test_bad_input():
   with pytest.raises(KeyError): cstyle.ClangRenderer().render([U(O.EXP2, D.float, (x,))])   # x was never rendered
   with pytest.raises(AttributeError): TC["Plain"]().render([x, U(O.VECTORIZE, D.float.vec(2), (x, x))])   # float4 is None
   assert cstyle.ClangRenderer().render(uops) == _C.ClangRenderer().render(uops)
+
+def test_a_native_class_follows_its_mutable_settings():
+  """a plain ClangRenderer reads its class's settings at each render, so a changed type_map or extra_args shows, as in tinygrad"""
+  U, D, O = tinyc.UOp, tinyc.dtypes, tinyc.Ops
+  buf, zero = U(O.DEFINE_GLOBAL, D.float.ptr(4), (), 0), U.const(D.int, 0)
+  idx = U(O.INDEX, D.float.ptr(4), (buf, zero))
+  load = U(O.LOAD, D.float, (idx,))
+  square = U(O.MUL, D.float, (load, load))
+  store = U(O.STORE, D.void, (idx, square))
+  uops = [buf, zero, idx, load, square, store, U(O.SINK, D.void, (store,))]
+  cls = cstyle.ClangRenderer
+  try:
+    cls.type_map[D.float] = "f32"
+    cls.extra_args.append("int n_cores")
+    assert cls().render(uops).splitlines()[1] == "void test(f32* restrict data0_4, int core_id, int n_cores) {"
+  finally:
+    del cls.type_map[D.float]
+    cls.extra_args.remove("int n_cores")
+  assert cls().render(uops).splitlines()[1] == "void test(float* restrict data0_4, int core_id) {"

@@ -214,11 +214,11 @@ struct CStyleSettings {
   bool owned;                        /* the references are this struct's (read), not its class's (copied) */
   /* code_for_op and type_map as tables, resolved at the start of a call */
   const OpCode *op_codes[OP_COUNT];  /* the native entries by op; NULL for a Python callable (or no entry) */
-  PyObject *type_names[DT_COUNT];    /* the names of the standard scalars (borrowed); NULL for none */
+  PyObject *type_names[DT_COUNT];    /* the names of the standard scalars (owned: a rule may change type_map); NULL for none */
 };
 
 typedef enum { K_STR, K_STR_OR_NONE, K_TRUTH, K_INT, K_PAIR, K_STRS, K_DICT, K_MATCHER, K_METHOD } SettingKind;
-static const char *const kind_wanted[] = {"a str", "a str or None", "", "an int", "a pair of strs", "a list of strs", "a dict",
+static const char *const kind_wanted[] = {"a str", "a str or None", "", "an int", "a pair of strs", "a list", "a dict",
                                           "a PatternMatcher", ""};
 #define SETTING(name, kind) {#name, kind, offsetof(CStyleSettings, name)}
 static const struct { const char *name; SettingKind kind; size_t offset; } SETTINGS[] = {
@@ -266,7 +266,8 @@ static bool all_strs(PyObject *tuple) {
   return true;
 }
 
-/* v (stolen) as setting i is used: itself, or for pairs and lists of strs a tuple; NULL with a TypeError when it cannot be one */
+/* v (stolen) as setting i is used: itself, or for a pair of strs a tuple; NULL with a TypeError when it cannot be one. (The items
+ * of extra_args are checked where they are joined: the list may change after it is read.) */
 static PyObject *checked_setting(PyObject *self, int i, PyObject *v) {
   SettingKind kind = SETTINGS[i].kind;
   bool ok = true;
@@ -275,9 +276,10 @@ static PyObject *checked_setting(PyObject *self, int i, PyObject *v) {
   else if (kind == K_INT) ok = PyLong_Check(v);
   else if (kind == K_DICT) ok = PyDict_Check(v);
   else if (kind == K_MATCHER) ok = PatternMatcher_Check(v);
-  else if (kind == K_PAIR || kind == K_STRS) {
+  else if (kind == K_STRS) ok = PyList_Check(v) || PyTuple_Check(v);
+  else if (kind == K_PAIR) {
     PyObject *t = PyTuple_Check(v) || PyList_Check(v) ? PySequence_Tuple(v) : NULL;
-    if (t && all_strs(t) && (kind == K_STRS || PyTuple_GET_SIZE(t) == 2)) { Py_DECREF(v); return t; }
+    if (t && PyTuple_GET_SIZE(t) == 2 && all_strs(t)) { Py_DECREF(v); return t; }
     if (!t && PyErr_Occurred()) { Py_DECREF(v); return NULL; }
     Py_XDECREF(t);
     ok = false;
@@ -347,7 +349,8 @@ static void resolve_tables(CStyleSettings *s) {
     else PyErr_Clear();   /* a key that is no op is never looked up */
   }
   for (pos = 0; PyDict_Next(s->type_map, &pos, &key, &value);)
-    if (DType_Check(key) && ((DType *)key)->id < DT_COUNT && scalar_dtypes[((DType *)key)->id] == (DType *)key) s->type_names[((DType *)key)->id] = value;
+    if (DType_Check(key) && ((DType *)key)->id < DT_COUNT && scalar_dtypes[((DType *)key)->id] == (DType *)key)
+      Py_XSETREF(s->type_names[((DType *)key)->id], Py_NewRef(value));
 }
 
 /* s = renderer self's settings for one call (a render, a method): copied from its class's for a plain native instance, else read;
@@ -362,6 +365,7 @@ static int settings_begin(PyObject *self, CStyleSettings *s) {
   return 0;
 }
 static void settings_end(CStyleSettings *s) {
+  for (int i = 0; i < DT_COUNT; i++) Py_CLEAR(s->type_names[i]);
   if (s->owned) settings_clear(s);
 }
 
@@ -1085,8 +1089,10 @@ static PyObject *kernel_arguments(CStyleSettings *s, PyObject *bufs) {
     PyObject *arg = kernel_argument(s, PySequence_Fast_GET_ITEM(seq, i));
     if (!arg || PyList_Append(parts, arg) < 0) return NULL;
   }
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(s->extra_args); i++)
-    if (PyList_Append(parts, PyTuple_GET_ITEM(s->extra_args, i)) < 0) return NULL;
+  PyObject *extra = pool_keep(PySequence_Fast(s->extra_args, "extra_args must be a list"));
+  for (Py_ssize_t i = 0; extra && i < PySequence_Fast_GET_SIZE(extra); i++)
+    if (PyList_Append(parts, PySequence_Fast_GET_ITEM(extra, i)) < 0) return NULL;
+  if (!extra) return NULL;
   return pool_keep(PyUnicode_Join(str_comma_space, parts));
 }
 

@@ -1145,8 +1145,9 @@ static PyObject *render_vector_prefix(CStyleSettings *s, DType *dt) {
 
 /* ClangRenderer._render_defines: the typedef of every vector dtype the uops use, first use first (a new list) */
 static PyObject *clang_render_defines(CStyleSettings *s, PyObject *self, PyObject *uops_in) {
-  PyObject *vector_prefix, *uops = clang_override(s, self, M_RENDER_VECTOR_PREFIX, &vector_prefix) < 0 ? NULL : pool_keep(uop_sequence(uops_in));
-  PyObject *seen = uops ? pool_keep(PySet_New(NULL)) : NULL, *lines = seen ? PyList_New(0) : NULL;
+  PyObject *vector_prefix;
+  if (clang_override(s, self, M_RENDER_VECTOR_PREFIX, &vector_prefix) < 0) return NULL;
+  PyObject *uops = pool_keep(uop_sequence(uops_in)), *seen = uops ? pool_keep(PySet_New(NULL)) : NULL, *lines = seen ? PyList_New(0) : NULL;
   for (Py_ssize_t i = 0; lines && i < PySequence_Fast_GET_SIZE(uops); i++) {
     UOp *u = (UOp *)PySequence_Fast_GET_ITEM(uops, i);
     if (u->op == OP_WMMA) { PyErr_SetString(PyExc_NotImplementedError, "ClangRenderer: WMMA (AMX) kernels are not supported"); Py_CLEAR(lines); break; }

@@ -20,7 +20,7 @@ static int tinyc_init_rule_sets(PyObject *m) {
          tinyc_init_symbolic(m) < 0 || tinyc_init_symbolic_sym(m) < 0 || tinyc_init_decompositions(m) < 0 ||
          tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 || tinyc_init_codegen_simplify(m) < 0 ||
          tinyc_init_expander(m) < 0 || tinyc_init_rangeify(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
-         tinyc_init_linearizer(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_program_spec(m) < 0 ||
+         tinyc_init_linearizer(m) < 0 || tinyc_init_renderer_base(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_program_spec(m) < 0 ||
          tinyc_init_postrange(m) < 0 || tinyc_init_codegen(m) < 0 ? -1 : 0;
 }
 

@@ -39,7 +39,7 @@ def test_null_renderer_settings_are_tinygrads():
   for attr in ("device", "has_local", "float4", "barrier"): assert getattr(r, attr) == getattr(TGNullRenderer, attr), attr
   # code_for_op is its base's plus THREEFRY and MAX, as tinygrad's (whose base is CStyleLanguage)
   extra = lambda ops, base: sorted(o.name for o in ops if o not in base)
-  assert extra(r.code_for_op, tinyc.ClangRenderer.code_for_op) == extra(TGNullRenderer.code_for_op, TGCStyleLanguage.code_for_op) == ["MAX", "THREEFRY"]
+  assert extra(r.code_for_op, tinyc.CStyleLanguage.code_for_op) == extra(TGNullRenderer.code_for_op, TGCStyleLanguage.code_for_op) == ["MAX", "THREEFRY"]
   from tinygrad.uop.ops import Ops as TGOps
   from tinygrad import dtypes as tgdtypes
   for op in ("MAX", "THREEFRY"):
@@ -186,7 +186,7 @@ def test_default_from_the_environment(env, default):
   r = in_child(**env)
   assert r["default"] == r["default_again"] == r["tg_default"] == default and r["opened"] == default
   assert r["supported"] == r["tg_supported"]
-  assert r["cpu_renderer"] == "ClangRenderer" and r["null"] == "NullRenderer"
+  assert r["cpu_renderer"] == "ClangJITRenderer" and r["null"] == "NullRenderer"
 
 @pytest.mark.parametrize("env, names", [({"CPU": "1", "NULL": "1"}, ("CPU", "NULL")), ({"DEV": "CPU", "NULL": "1"}, ("CPU", "NULL")),
                                         ({"CUDA": "1", "METAL": "1"}, ("CUDA", "METAL"))])
@@ -215,7 +215,21 @@ def test_default_is_the_first_device_that_opens():
 
 def test_compiler_pair_choice():
   """CPU_CC names a pair of the CPU's CompilerSet by tinygrad's name; one tinyc has not is tinygrad's KeyError"""
-  assert in_child(oracle=False, CPU_CC="CLANGJIT")["cpu_renderer"] == "ClangRenderer"
+  assert in_child(oracle=False, CPU_CC="CLANGJIT")["cpu_renderer"] == "ClangJITRenderer"
   assert raised(in_child(oracle=False, CPU_CC="LLVM")["cpu_renderer"], "KeyError", "CPU_CC=LLVM", "CPU", "CLANGJIT")
-  assert in_child(oracle=False, CPU_LLVM="0")["cpu_renderer"] == "ClangRenderer"
+  assert in_child(oracle=False, CPU_LLVM="0")["cpu_renderer"] == "ClangJITRenderer"
   assert raised(in_child(oracle=False, EMULATE="AMD")["null"], "RuntimeError", "EMULATE", "AMD")
+
+def test_null_renders_the_corpus_as_tinygrads_null_renderer():
+  """NullRenderer is a CStyleLanguage (settings on the one render loop): every corpus kernel renders as tinygrad's"""
+  import corpus
+  from tinyc.tinygrad import from_tinygrad
+  from tinygrad.codegen import get_program as tg_get_program
+  from tinygrad.helpers import Context
+  from tinygrad.runtime.ops_null import NullRenderer as TGNullRenderer
+  import re
+  unnumbered = lambda src: re.sub(r"void (\w+?)(n\d+)?\(", r"void \1(", src)   # the repeat count a kernel name gets in each library
+  asts = corpus.kernel_asts()
+  with Context(NOOPT=1): want = [unnumbered(tg_get_program(ast, TGNullRenderer()).src) for _, ast in asts]
+  got = [unnumbered(get_program(from_tinygrad(ast), Device["NULL"].renderer).src) for _, ast in asts]
+  assert sum(g == w for g, w in zip(got, want)) == len(asts) == 115

@@ -8,7 +8,6 @@
  * CPUComputeQueue does; the GIL is released while it runs, and it has finished when launch returns. */
 #include "../device.h"
 #include "../renderers/renderer.h"
-#include "ops_cpu.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -196,12 +195,8 @@ static PyTypeObject CPUDevice_Type = {
 
 /* tinygrad's ClangJITRenderer: a ClangRenderer that carries its compiler. (tinyc.ClangJITRenderer lands in another
  * branch; then this is PyObject_CallNoArgs of it.) */
-static PyObject *clang_jit_renderer(void) {
-  PyObject *ren = PyObject_CallNoArgs((PyObject *)&ClangRenderer_Type), *comp = ren ? clang_compiler_new() : NULL;
-  if (comp && PyObject_SetAttrString(ren, "compiler", comp) == 0) { Py_DECREF(comp); return ren; }
-  Py_XDECREF(ren); Py_XDECREF(comp);
-  return NULL;
-}
+/* tinygrad's ClangJITRenderer: a ClangRenderer that makes its own ClangCompiler (the "optional compiler in Renderer") */
+static PyObject *clang_jit_renderer(void) { return PyObject_CallNoArgs((PyObject *)&ClangJITRenderer_Type); }
 
 /* tinygrad's CompilerSet of the CPU, less the pairs tinyc does not have yet (LLVMRenderer + CPULLVMCompiler under
  * CPU_LLVM, LVPRenderer under CPU_LVP) */

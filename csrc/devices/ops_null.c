@@ -40,14 +40,14 @@ static PyTypeObject NullProgram_Type = {
 
 /* ---- the renderer ---- */
 
-/* tinygrad's NullRenderer (its settings are set at init); its base becomes CStyleLanguage, ClangRenderer until then */
+/* tinygrad's NullRenderer: a CStyleLanguage with a few settings of its own (set at init); its instances are
+ * CStyleLanguage's (the basic size is inherited) */
 static PyTypeObject NullRenderer_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.NullRenderer",
-  .tp_basicsize = sizeof(RendererObject),
-  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,   /* GC support (traverse, clear) is inherited too */
   .tp_doc = "tinygrad's NullRenderer: C-style source for the NULL device, which compiles and runs nothing",
-  .tp_base = &ClangRenderer_Type,
+  .tp_base = &CStyleLanguage_Type,
 };
 
 /* its two code_for_op entries beyond its base's: (a, b, dtype) -> "threefry(a,b)" / "max(a,b)"; self is the name */

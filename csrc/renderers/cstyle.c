@@ -1,18 +1,26 @@
-/* tinygrad/renderer/cstyle.py for the CPU: the base C-style string rules (`base_rewrite`), the
- * language settings of ClangRenderer, and the render loop (naming, inlining of single-use values,
- * the kernel signature and the vector typedefs in front of it). Also the Renderer base type with the
- * attributes of tinygrad/renderer/__init__.py.
+/* tinygrad/renderer/cstyle.py: CStyleLanguage, the one render loop every C-style backend shares, its string
+ * rules (base_rewrite) and extra matchers (extra_pm, create_non_native_float_pats, pm_manual_bf16_cast), and the
+ * backends: CStyleLanguage's own defaults, ClangRenderer and ClangJITRenderer.
  *
- * The string rules return Python strs, not UOps; their ctx is the renderer, whose `r` dict holds the
- * text of every node rendered so far (sources come before their users in a linearized list). */
+ * A backend is data: a settings table (CStyleLanguageDef, one const struct per language) plus its extra matcher
+ * and the few methods tinygrad gives it. A table becomes the class attributes of its Python type at init (one
+ * source of truth). A render reads the effective settings once, one attribute lookup each (CStyleSettings), so
+ * a Python subclass that sets kernel_typedef, type_map, code_for_op, ... (on the class or the instance) or
+ * overrides render_dtype, render_cast, render_kernel renders what the same subclass of tinygrad's renders. An
+ * instance of a native type with none of them set on it renders with its class's settings, read once at init.
+ *
+ * The string rules return Python strs, not UOps; their ctx is the renderer, whose `r` dict holds the text of
+ * every node rendered so far (sources come before their users in a linearized list). They reach the settings
+ * through the ctx (rule_settings: a TypeError for a ctx that is not a CStyleLanguage). */
 #include "renderer.h"
+#include "../uop/form.h"
+#include "../codegen/late/devectorizer.h"
 #include <math.h>
-#include <stdlib.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <string.h>
 
-static int SLOT_bidx, SLOT_cast_root;
+static PyObject *str_empty, *str_space, *str_underscore, *str_comma, *str_comma_space, *str_newline, *str_indent, *str_float4;
 
 /* a rule's text result, handed to the pool */
 #define TEXT(expr) ((UOp *)pool_keep(expr))
@@ -103,29 +111,312 @@ static PyObject *text_format(const char *fmt, ...) {
 #define PyUnicode_FromFormat text_format
 
 /* ================================================================================================
- * Clang's language settings (the ones the render loop reads; also published as class attributes)
+ * the language tables
  * ================================================================================================ */
 
-static const char *const KERNEL_TYPEDEF = "void";
-static const char *const BUFFER_SUFFIX = " restrict";
-static const char *const ARG_INT_PREFIX = "const int";
-static const char *const INFINITY_TEXT = "__builtin_inff()";
-static const char *const NAN_TEXT = "__builtin_nanf(\"\")";
-static const char *const EXTRA_ARG = "int core_id";
-static const int GEP_ARR_THRESHOLD = 0;
+/* a code_for_op entry: the op's C expression as text_format templates, one %S per operand in order */
+typedef struct { Op op; const char *code; const char *code_f64; /* for float64, where it differs */ } OpCode;
+/* a code_for_workitem entry: the C expression of a SPECIAL of this kind, every %S its dimension (x.arg[-1]) */
+typedef struct { const char *kind; const char *code; } WorkitemCode;
+/* a type_map entry */
+typedef struct { DTypeId dtype; const char *name; } TypeName;
+
+/* A native code_for_op or code_for_workitem value: a table entry the render loop applies in C, callable from Python as
+ * tinygrad's lambdas are. */
+typedef struct { PyObject_HEAD const OpCode *op; const WorkitemCode *workitem; } NativeCode;
+static PyTypeObject NativeCode_Type;
+
+typedef struct CStyleSettings CStyleSettings;
+/* a language's render_kernel(function_name, kernel, bufs, uops, prefix): a new reference */
+typedef PyObject *(*RenderKernelFn)(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                    PyObject *uops, PyObject *prefix);
+
+/* The settings of one language, tinygrad's CStyleLanguage class attributes (and render_kernel) */
+typedef struct {
+  const char *kernel_typedef, *buffer_prefix, *buffer_suffix, *smem_align, *smem_prefix;
+  bool smem_prefix_for_cast;
+  const char *arg_int_prefix, *barrier;
+  const WorkitemCode *code_for_workitem;   /* ends at kind NULL */
+  const char *const *extra_args;           /* ends at NULL */
+  const char *float4;                      /* NULL: None */
+  const char *float4_style[2];
+  int gep_arr_threshold;
+  const TypeName *type_map;                /* ends at name NULL */
+  const char *infinity, *nan;
+  const OpCode *code_for_op;               /* ends at OP_NONE, in tinygrad's key order */
+  const char *string_rewrite, *extra_matcher;   /* names of registered rule sets */
+  RenderKernelFn render_kernel;
+} CStyleLanguageDef;
+
+static PyObject *cstyle_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                      PyObject *uops, PyObject *prefix);
+static PyObject *clang_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                     PyObject *uops, PyObject *prefix);
+
+/* CStyleLanguage's own: what every C-style language starts from */
+static const OpCode cstyle_code_for_op[] = {
+  {OP_SQRT, "sqrt(%S)", NULL}, {OP_RECIPROCAL, "(1/%S)", NULL}, {OP_NEG, "-%S", NULL}, {OP_EXP2, "exp2(%S)", NULL},
+  {OP_LOG2, "log2(%S)", NULL}, {OP_SIN, "sin(%S)", NULL}, {OP_TRUNC, "trunc(%S)", NULL},
+  {OP_AND, "(%S&%S)", NULL}, {OP_XOR, "(%S^%S)", NULL}, {OP_OR, "(%S|%S)", NULL}, {OP_ADD, "(%S+%S)", NULL},
+  {OP_SUB, "(%S-%S)", NULL}, {OP_MUL, "(%S*%S)", NULL}, {OP_MOD, "(%S%%%S)", NULL}, {OP_IDIV, "(%S/%S)", NULL},
+  {OP_CMPNE, "(%S!=%S)", NULL}, {OP_SHR, "(%S>>%S)", NULL}, {OP_SHL, "(%S<<%S)", NULL}, {OP_CMPLT, "(%S<%S)", NULL},
+  {OP_WHERE, "(%S?%S:%S)", NULL}, {OP_CMPEQ, "(%S==%S)", NULL}, {OP_NONE, NULL, NULL},
+};
+static const WorkitemCode no_workitems[] = {{NULL, NULL}};
+static const char *const no_extra_args[] = {NULL};
+static const TypeName no_type_map[] = {{DT_VOID, NULL}};
+
+static const CStyleLanguageDef cstyle_language = {
+  .kernel_typedef = "void", .buffer_prefix = "", .buffer_suffix = "", .smem_align = "", .smem_prefix = "", .smem_prefix_for_cast = true,
+  .arg_int_prefix = "const int", .barrier = "", .code_for_workitem = no_workitems, .extra_args = no_extra_args, .float4 = NULL,
+  .float4_style = {"(", ")"}, .gep_arr_threshold = 4, .type_map = no_type_map, .infinity = "INFINITY", .nan = "NAN",
+  .code_for_op = cstyle_code_for_op, .string_rewrite = "base_rewrite", .extra_matcher = "extra_pm", .render_kernel = cstyle_render_kernel,
+};
+
+/* ClangRenderer: CStyleLanguage's code_for_op without EXP2, LOG2, SIN, RECIPROCAL, with the builtins for SQRT and TRUNC,
+ * and FDIV */
+static const OpCode clang_code_for_op[] = {
+  {OP_SQRT, "__builtin_sqrtf(%S)", "__builtin_sqrt(%S)"}, {OP_NEG, "-%S", NULL}, {OP_AND, "(%S&%S)", NULL},
+  {OP_XOR, "(%S^%S)", NULL}, {OP_OR, "(%S|%S)", NULL}, {OP_ADD, "(%S+%S)", NULL}, {OP_SUB, "(%S-%S)", NULL},
+  {OP_MUL, "(%S*%S)", NULL}, {OP_MOD, "(%S%%%S)", NULL}, {OP_IDIV, "(%S/%S)", NULL}, {OP_CMPNE, "(%S!=%S)", NULL},
+  {OP_SHR, "(%S>>%S)", NULL}, {OP_SHL, "(%S<<%S)", NULL}, {OP_CMPLT, "(%S<%S)", NULL}, {OP_WHERE, "(%S?%S:%S)", NULL},
+  {OP_CMPEQ, "(%S==%S)", NULL}, {OP_TRUNC, "__builtin_truncf(%S)", "__builtin_trunc(%S)"}, {OP_FDIV, "(%S/%S)", NULL},
+  {OP_NONE, NULL, NULL},
+};
+static const WorkitemCode clang_workitems[] = {{"g", "core_id"}, {NULL, NULL}};   /* the only workitem: the thread's core */
+static const char *const clang_extra_args[] = {"int core_id", NULL};
+static const TypeName clang_type_map[] = {{DT_BOOL, "_Bool"}, {DT_FLOAT16, "__fp16"}, {DT_VOID, NULL}};
+
+static const CStyleLanguageDef clang_language = {
+  .kernel_typedef = "void", .buffer_prefix = "", .buffer_suffix = " restrict", .smem_align = "", .smem_prefix = "",
+  .smem_prefix_for_cast = true, .arg_int_prefix = "const int", .barrier = "", .code_for_workitem = clang_workitems,
+  .extra_args = clang_extra_args, .float4 = "(float4)", .float4_style = {"{", "}"}, .gep_arr_threshold = 0,
+  .type_map = clang_type_map, .infinity = "__builtin_inff()", .nan = "__builtin_nanf(\"\")", .code_for_op = clang_code_for_op,
+  .string_rewrite = "base_rewrite", .extra_matcher = "clang_extra_matcher", .render_kernel = clang_render_kernel,
+};
+
+/* ================================================================================================
+ * the settings a render reads
+ * ================================================================================================ */
+
+/* The effective settings of a renderer: its attributes (owned references) as the render loop uses them. */
+struct CStyleSettings {
+  PyObject *kernel_typedef, *buffer_prefix, *buffer_suffix, *smem_align, *smem_prefix, *smem_prefix_for_cast, *arg_int_prefix,
+    *barrier, *code_for_workitem, *extra_args, *float4, *float4_style, *gep_arr_threshold, *type_map, *infinity, *nan,
+    *code_for_op, *string_rewrite;
+  /* the methods a Python subclass overrides (bound), NULL where the renderer's method is tinyc's own */
+  PyObject *render_dtype, *render_cast, *render_kernel, *_render;
+  /* derived */
+  bool prefix_local_casts;           /* smem_prefix_for_cast is true */
+  long gep_threshold;
+  const CStyleLanguageDef *lang;     /* the table of the nearest native type in the renderer's MRO */
+  bool plain;                        /* a native type's class settings: no method is overridden */
+  bool owned;                        /* the references are this struct's (read), not its class's (copied) */
+  /* code_for_op and type_map as tables, resolved at the start of a call */
+  const OpCode *op_codes[OP_COUNT];  /* the native entries by op; NULL for a Python callable (or no entry) */
+  PyObject *type_names[DT_COUNT];    /* the names of the standard scalars (owned: a rule may change type_map); NULL for none */
+};
+
+typedef enum { K_STR, K_STR_OR_NONE, K_TRUTH, K_INT, K_PAIR, K_STRS, K_DICT, K_MATCHER, K_METHOD } SettingKind;
+static const char *const kind_wanted[] = {"a str", "a str or None", "", "an int", "a pair of strs", "a list", "a dict",
+                                          "a PatternMatcher", ""};
+#define SETTING(name, kind) {#name, kind, offsetof(CStyleSettings, name)}
+static const struct { const char *name; SettingKind kind; size_t offset; } SETTINGS[] = {
+  SETTING(kernel_typedef, K_STR), SETTING(buffer_prefix, K_STR), SETTING(buffer_suffix, K_STR), SETTING(smem_align, K_STR),
+  SETTING(smem_prefix, K_STR), SETTING(smem_prefix_for_cast, K_TRUTH), SETTING(arg_int_prefix, K_STR), SETTING(barrier, K_STR),
+  SETTING(code_for_workitem, K_DICT), SETTING(extra_args, K_STRS), SETTING(float4, K_STR_OR_NONE), SETTING(float4_style, K_PAIR),
+  SETTING(gep_arr_threshold, K_INT), SETTING(type_map, K_DICT), SETTING(infinity, K_STR), SETTING(nan, K_STR),
+  SETTING(code_for_op, K_DICT), SETTING(string_rewrite, K_MATCHER),
+  SETTING(render_dtype, K_METHOD), SETTING(render_cast, K_METHOD), SETTING(render_kernel, K_METHOD), SETTING(_render, K_METHOD),
+};
+#define N_SETTINGS N(SETTINGS)
+static PyObject *setting_names[N_SETTINGS];   /* interned */
+
+/* ClangRenderer's render_kernel calls these through self, so a subclass may override them too */
+enum { M_RENDER_VECTOR_PREFIX, M_RENDER_DEFINES, M_RENDER_BODY, M_RENDER_ENTRY, M_COUNT };
+static const char *const clang_method_names[M_COUNT] = {"render_vector_prefix", "_render_defines", "_render_body", "_render_entry"};
+static PyObject *clang_methods[M_COUNT];      /* interned */
+static PyObject *overridable;                 /* frozenset: every name above */
+
+/* An instance: a Renderer, and the settings of the render in progress on it (NULL outside one). */
+typedef struct { RendererObject base; CStyleSettings *settings; } CStyleObject;
+
+/* ctx is a CStyleLanguage: two compares for the native types' own instances, the renderers of the hot path */
+static inline bool is_cstyle(PyObject *ctx) {
+  PyTypeObject *t = Py_TYPE(ctx);
+  return t == &ClangJITRenderer_Type || t == &ClangRenderer_Type || PyType_IsSubtype(t, &CStyleLanguage_Type);
+}
+
+/* the native types, each with its table and its class's settings (read at init from an instance with an empty __dict__) */
+static struct { PyTypeObject *type; const CStyleLanguageDef *def; CStyleSettings cls; } native_types[] = {
+  {&CStyleLanguage_Type, &cstyle_language, {0}}, {&ClangRenderer_Type, &clang_language, {0}}, {&ClangJITRenderer_Type, &clang_language, {0}},
+};
+
+static PyObject **setting_slot(CStyleSettings *s, int i) { return (PyObject **)((char *)s + SETTINGS[i].offset); }
+
+static void settings_clear(CStyleSettings *s) {
+  for (int i = 0; i < N_SETTINGS; i++) Py_CLEAR(*setting_slot(s, i));
+}
+
+/* one of tinyc's C methods bound to self: the renderer does not override it */
+static bool is_native_method(PyObject *m, PyObject *self) { return PyCFunction_Check(m) && PyCFunction_GET_SELF(m) == self; }
+
+static bool all_strs(PyObject *tuple) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); i++) if (!PyUnicode_Check(PyTuple_GET_ITEM(tuple, i))) return false;
+  return true;
+}
+
+/* v (stolen) as setting i is used: itself, or for a pair of strs a tuple; NULL with a TypeError when it cannot be one. (The items
+ * of extra_args are checked where they are joined: the list may change after it is read.) */
+static PyObject *checked_setting(PyObject *self, int i, PyObject *v) {
+  SettingKind kind = SETTINGS[i].kind;
+  bool ok = true;
+  if (kind == K_STR) ok = PyUnicode_Check(v);
+  else if (kind == K_STR_OR_NONE) ok = v == Py_None || PyUnicode_Check(v);
+  else if (kind == K_INT) ok = PyLong_Check(v);
+  else if (kind == K_DICT) ok = PyDict_Check(v);
+  else if (kind == K_MATCHER) ok = PatternMatcher_Check(v);
+  else if (kind == K_STRS) ok = PyList_Check(v) || PyTuple_Check(v);
+  else if (kind == K_PAIR) {
+    PyObject *t = PyTuple_Check(v) || PyList_Check(v) ? PySequence_Tuple(v) : NULL;
+    if (t && PyTuple_GET_SIZE(t) == 2 && all_strs(t)) { Py_DECREF(v); return t; }
+    if (!t && PyErr_Occurred()) { Py_DECREF(v); return NULL; }
+    Py_XDECREF(t);
+    ok = false;
+  }
+  if (ok) return v;
+  PyErr_Format(PyExc_TypeError, "%.100s.%s must be %s, not %.100s", Py_TYPE(self)->tp_name, SETTINGS[i].name, kind_wanted[kind],
+               Py_TYPE(v)->tp_name);
+  Py_DECREF(v);
+  return NULL;
+}
+
+/* the table of the nearest native type in t's MRO */
+static const CStyleLanguageDef *language_of(PyTypeObject *t) {
+  for (Py_ssize_t i = 0; t->tp_mro && i < PyTuple_GET_SIZE(t->tp_mro); i++)
+    for (int k = 0; k < N(native_types); k++) if (PyTuple_GET_ITEM(t->tp_mro, i) == (PyObject *)native_types[k].type) return native_types[k].def;
+  return &cstyle_language;
+}
+
+/* s = the settings of renderer self, one attribute lookup each; 0, or -1 with s cleared */
+static int settings_read(PyObject *self, CStyleSettings *s) {
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < N_SETTINGS; i++) {
+    PyObject *v = PyObject_GetAttr(self, setting_names[i]);
+    if (!v) goto fail;
+    if (SETTINGS[i].kind != K_METHOD) {
+      if (!(v = checked_setting(self, i, v))) goto fail;
+    } else if (is_native_method(v, self)) Py_CLEAR(v);   /* tinyc's own: called in C, not through Python */
+    *setting_slot(s, i) = v;
+  }
+  int prefix = PyObject_IsTrue(s->smem_prefix_for_cast);
+  s->gep_threshold = PyLong_AsLong(s->gep_arr_threshold);
+  if (prefix < 0 || (s->gep_threshold == -1 && PyErr_Occurred())) goto fail;
+  s->prefix_local_casts = prefix;
+  s->lang = language_of(Py_TYPE(self));
+  s->owned = true;
+  return 0;
+fail:
+  settings_clear(s);
+  return -1;
+}
+
+/* the class's settings when self is a native type's own instance whose __dict__ sets none of them, else NULL */
+static CStyleSettings *class_settings(PyObject *self) {
+  for (int k = 0; k < N(native_types); k++) {
+    if (Py_TYPE(self) != native_types[k].type) continue;
+    PyObject *d = ((RendererObject *)self)->dict, *key, *value;
+    Py_ssize_t pos = 0;
+    while (d && PyDict_Next(d, &pos, &key, &value)) {
+      int set = PySet_Contains(overridable, key);
+      if (set < 0) PyErr_Clear();   /* an unhashable key names no setting, but take the slow path */
+      if (set != 0) return NULL;
+    }
+    return &native_types[k].cls;
+  }
+  return NULL;
+}
+
+/* code_for_op's native entries and type_map's names of the standard scalars, as tables indexed by op and dtype */
+static void resolve_tables(CStyleSettings *s) {
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  memset(s->op_codes, 0, sizeof s->op_codes);
+  memset(s->type_names, 0, sizeof s->type_names);
+  while (PyDict_Next(s->code_for_op, &pos, &key, &value)) {
+    int op = Py_IS_TYPE(value, &NativeCode_Type) && ((NativeCode *)value)->op ? op_from_object(key) : -1;
+    if (op >= 0) s->op_codes[op] = ((NativeCode *)value)->op;
+    else PyErr_Clear();   /* a key that is no op is never looked up */
+  }
+  for (pos = 0; PyDict_Next(s->type_map, &pos, &key, &value);)
+    if (DType_Check(key) && ((DType *)key)->id < DT_COUNT && scalar_dtypes[((DType *)key)->id] == (DType *)key)
+      Py_XSETREF(s->type_names[((DType *)key)->id], Py_NewRef(value));
+}
+
+/* s = renderer self's settings for one call (a render, a method): copied from its class's for a plain native instance, else read;
+ * 0, or -1 with an exception on a bad setting. Pair with settings_end. */
+static int settings_begin(PyObject *self, CStyleSettings *s) {
+  CStyleSettings *cls = class_settings(self);
+  if (cls) {
+    *s = *cls;
+    s->owned = false;
+  } else if (settings_read(self, s) < 0) return -1;
+  resolve_tables(s);
+  return 0;
+}
+static void settings_end(CStyleSettings *s) {
+  for (int i = 0; i < DT_COUNT; i++) Py_CLEAR(s->type_names[i]);
+  if (s->owned) settings_clear(s);
+}
+
+/* The settings of renderer self (a CStyleLanguage) for one method call: the render in progress's, else begun in *tmp. Pair
+ * with settings_release. NULL with an exception on a bad setting. */
+static CStyleSettings *settings_acquire(PyObject *self, CStyleSettings *tmp) {
+  CStyleSettings *s = ((CStyleObject *)self)->settings;
+  if (s) return s;
+  return settings_begin(self, tmp) < 0 ? NULL : tmp;
+}
+static void settings_release(CStyleSettings *s, CStyleSettings *tmp) {
+  if (s == tmp) settings_end(tmp);
+}
+
+static void settings_capsule_free(PyObject *capsule) {
+  CStyleSettings *s = PyCapsule_GetPointer(capsule, "tinyc.CStyleSettings");
+  if (s) { settings_end(s); PyMem_Free(s); }
+}
+
+/* The settings a string rule reads from its ctx; a TypeError when ctx is not a CStyleLanguage. Outside a render they are read
+ * for this one rule and go with its pool. */
+static CStyleSettings *rule_settings(PyObject *ctx) {
+  if (!is_cstyle(ctx)) {
+    PyErr_Format(PyExc_TypeError, "the C-style string rules need a CStyleLanguage as ctx, not %.100s", Py_TYPE(ctx)->tp_name);
+    return NULL;
+  }
+  CStyleSettings *s = ((CStyleObject *)ctx)->settings;
+  if (s) return s;
+  if (!(s = PyMem_Malloc(sizeof *s))) { PyErr_NoMemory(); return NULL; }
+  if (settings_begin(ctx, s) < 0) { PyMem_Free(s); return NULL; }
+  PyObject *capsule = PyCapsule_New(s, "tinyc.CStyleSettings", settings_capsule_free);
+  if (!capsule) { settings_end(s); PyMem_Free(s); return NULL; }
+  return pool_keep(capsule) ? s : NULL;
+}
+
+/* *m = self's override of one of ClangRenderer's methods (pooled), NULL where it is tinyc's own; -1 on error */
+static int clang_override(CStyleSettings *s, PyObject *self, int method, PyObject **m) {
+  *m = NULL;
+  if (s->plain) return 0;
+  PyObject *attr = PyObject_GetAttr(self, clang_methods[method]);
+  if (!attr) return -1;
+  if (is_native_method(attr, self)) { Py_DECREF(attr); return 0; }
+  return (*m = pool_keep(attr)) ? 0 : -1;
+}
 
 /* ================================================================================================
  * text helpers
  * ================================================================================================ */
 
-/* ctx[u]: the text of a node rendered earlier (borrowed; KeyError when it was not rendered) */
-static PyObject *text_of(PyObject *ctx, UOp *u) {
-  if (!PyObject_TypeCheck(ctx, &Renderer_Type)) return PyErr_Format(PyExc_TypeError, "the string rules' ctx must be a Renderer");
-  PyObject *r = ((RendererObject *)ctx)->r;
-  PyObject *t = r ? PyDict_GetItemWithError(r, (PyObject *)u) : NULL;
-  if (!t && !PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, (PyObject *)u);
-  return t;
-}
+/* ctx[u]: the text of a node rendered earlier (borrowed); TypeError when ctx is not a Renderer */
+static inline PyObject *text_of(PyObject *ctx, UOp *u) { return is_cstyle(ctx) ? renderer_text((RendererObject *)ctx, u) : renderer_text_of(ctx, u); }
 
 /* s[start:end] never closes more parens than it opened, and closes all it opened */
 static bool is_balanced(PyObject *s, Py_ssize_t start, Py_ssize_t end) {
@@ -154,214 +445,316 @@ static UOp *fmt3(const char *f, PyObject *a, PyObject *b, PyObject *c) {
 }
 
 /* sep.join of the texts of nodes (pooled) */
-static PyObject *join_texts(PyObject *ctx, UOp *const *us, int n, const char *sep) {
-  PyObject *parts = pool_keep(PyList_New(0)), *s = pool_keep(PyUnicode_FromString(sep));
-  if (!parts || !s) return NULL;
+static PyObject *join_texts(PyObject *ctx, UOp *const *us, int n, PyObject *sep) {
+  PyObject *parts = pool_keep(PyList_New(0));
+  if (!parts) return NULL;
   for (int i = 0; i < n; i++) {
     PyObject *t = text_of(ctx, us[i]);
     if (!t || PyList_Append(parts, t) < 0) return NULL;
   }
-  return pool_keep(PyUnicode_Join(s, parts));
+  return pool_keep(PyUnicode_Join(sep, parts));
+}
+
+/* "\n".join(lines) of a sequence of strs: pooled */
+static PyObject *join_lines(PyObject *lines) { return lines ? pool_keep(PyUnicode_Join(str_newline, lines)) : NULL; }
+
+/* what a Python override returned (pooled), a TypeError unless it is a str */
+static PyObject *override_text(PyObject *ret, const char *method) {
+  if (ret && !PyUnicode_Check(ret)) return PyErr_Format(PyExc_TypeError, "%s must return a str, not %.100s", method, Py_TYPE(ret)->tp_name);
+  return ret;
+}
+
+/* a node's PtrDType, a TypeError for a node that needs one and has none */
+static DType *ptr_dtype(UOp *x) {
+  if (!x->dtype->is_ptr) return (DType *)PyErr_Format(PyExc_TypeError, "Ops.%s needs a PtrDType, not %S", op_names[x->op], (PyObject *)x->dtype);
+  return x->dtype;
 }
 
 /* ================================================================================================
  * render_dtype, render_cast
  * ================================================================================================ */
 
-/* Clang's type_map: bool is _Bool, half is __fp16; every other scalar is its name. New reference. */
-static PyObject *scalar_c_name(DType *scalar) {
-  if (scalar == DTYPE(BOOL)) return PyUnicode_FromString("_Bool");
-  if (scalar == DTYPE(FLOAT16)) return PyUnicode_FromString("__fp16");
-  return Py_NewRef(scalar->name);
-}
+static PyObject *dtype_text(CStyleSettings *s, DType *dt);
 
-/* the C spelling of a dtype: "float", "float4" (vector typedefs), "float*" (pointers). New reference. */
-static PyObject *render_dtype(DType *dt) {
-  if (dt->is_ptr) {   /* Clang has no buffer/shared-memory prefixes */
-    PyObject *base = render_dtype(dt->base), *ret = base ? PyUnicode_FromFormat("%U*", base) : NULL;
-    Py_XDECREF(base);
-    return ret;
+/* CStyleLanguage.render_dtype: "float", "float4" (type_map's name, spaces as "_", then the count), "float*" (with the buffer
+ * or shared-memory prefix). tinyc has no ImageDType. New reference. */
+static PyObject *render_dtype(CStyleSettings *s, DType *dt) {
+  if (dt->is_ptr) {
+    PyObject *prefix = dt->addrspace == ADDRSPACE_GLOBAL ? s->buffer_prefix
+                     : dt->addrspace == ADDRSPACE_LOCAL && s->prefix_local_casts ? s->smem_prefix : str_empty;
+    PyObject *base = dtype_text(s, dt->base);
+    return base ? PyUnicode_FromFormat("%S%S*", prefix, base) : NULL;
   }
-  PyObject *name = scalar_c_name(dtype_scalar(dt));
-  if (!name || dt->count <= 1) return name;
-  PyObject *space = PyUnicode_FromString(" "), *under = PyUnicode_FromString("_");
-  PyObject *fixed = space && under ? PyUnicode_Replace(name, space, under, -1) : NULL;
-  PyObject *ret = fixed ? PyUnicode_FromFormat("%U%d", fixed, dt->count) : NULL;
-  Py_XDECREF(space); Py_XDECREF(under); Py_XDECREF(fixed); Py_DECREF(name);
+  DType *scalar = dtype_scalar(dt);
+  PyObject *name = scalar->id < DT_COUNT ? s->type_names[scalar->id] : PyDict_GetItemWithError(s->type_map, (PyObject *)scalar);
+  if (!name && PyErr_Occurred()) return NULL;
+  if (!name) name = scalar->name;
+  if (!PyUnicode_Check(name)) return PyErr_Format(PyExc_TypeError, "type_map[%S] must be a str, not %.100s", (PyObject *)scalar, Py_TYPE(name)->tp_name);
+  if (dt->count <= 1) return Py_NewRef(name);
+  PyObject *fixed = PyUnicode_Replace(name, str_space, str_underscore, -1);
+  PyObject *ret = fixed ? PyUnicode_FromFormat("%S%d", fixed, dt->count) : NULL;
+  Py_XDECREF(fixed);
   return ret;
 }
-static PyObject *dtype_text(DType *dt) { return pool_keep(render_dtype(dt)); }
 
-/* "(type)(val)": pooled */
-static PyObject *render_cast(DType *dt, PyObject *val) { return (PyObject *)fmt2("(%S)(%S)", dtype_text(dt), val); }
-static PyObject *render_cast_c(DType *dt, const char *val) { return render_cast(dt, pool_keep(PyUnicode_FromString(val))); }
+/* ctx.render_dtype(dt[, mutable]): the subclass's override when it has one, else tinyc's. Pooled. */
+static PyObject *dtype_text_m(CStyleSettings *s, DType *dt, PyObject *mutable_) {
+  if (!s->render_dtype) return pool_keep(render_dtype(s, dt));
+  PyObject *args[2] = {(PyObject *)dt, mutable_};
+  return override_text(pool_keep(PyObject_Vectorcall(s->render_dtype, args, mutable_ ? 2 : 1, NULL)), "render_dtype");
+}
+static PyObject *dtype_text(CStyleSettings *s, DType *dt) { return dtype_text_m(s, dt, NULL); }
+
+/* ctx.render_cast(dt, val): "(type)(val)", or the subclass's override. Pooled. */
+static PyObject *cast_text(CStyleSettings *s, DType *dt, PyObject *val) {
+  if (!val) return NULL;
+  if (!s->render_cast) return (PyObject *)fmt2("(%S)(%S)", dtype_text(s, dt), val);
+  PyObject *args[2] = {(PyObject *)dt, val};
+  return override_text(pool_keep(PyObject_Vectorcall(s->render_cast, args, 2, NULL)), "render_cast");
+}
 
 /* ================================================================================================
- * code_for_op: the C expression of each ALU op Clang renders
+ * code_for_op and code_for_workitem: native entries are called in C, any other callable as tinygrad calls it
  * ================================================================================================ */
 
-/* the infix operator of a binary op, NULL when the op is not a C infix op here */
-static const char *infix_symbol(Op op) {
-  switch (op) {
-  case OP_AND: return "&"; case OP_XOR: return "^"; case OP_OR: return "|"; case OP_ADD: return "+"; case OP_SUB: return "-";
-  case OP_MUL: return "*"; case OP_MOD: return "%"; case OP_IDIV: return "/"; case OP_CMPNE: return "!="; case OP_SHR: return ">>";
-  case OP_SHL: return "<<"; case OP_CMPLT: return "<"; case OP_CMPEQ: return "=="; case OP_FDIV: return "/";
-  default: return NULL;
+/* how many operands the code of an op takes: tinygrad's lambdas take one per source */
+static int op_arity(Op op) { return IN_GROUP(op, Unary) ? 1 : IN_GROUP(op, Ternary) ? 3 : 2; }
+
+/* the %S count of a template */
+static int template_arity(const char *t) {
+  int n = 0;
+  for (; *t; t++) {
+    if (*t != '%') continue;
+    if (*++t == 'S') n++;
+    else if (!*t) break;
   }
+  return n;
 }
 
-/* how many operands an op's code takes; 0 when Clang's code_for_op has no entry for the op */
-static int code_arity(Op op) {
-  if (op == OP_SQRT || op == OP_NEG || op == OP_TRUNC) return 1;
-  if (op == OP_WHERE) return 3;
-  return infix_symbol(op) ? 2 : 0;
+/* a native code_for_op entry on operand texts: a new reference; TypeError when n is not the op's operand count */
+static PyObject *op_code_text(const OpCode *c, PyObject *const *operands, int n, DType *dtype) {
+  if (n != op_arity(c->op)) return PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s] takes %d operands, got %d", op_names[c->op], op_arity(c->op), n);
+  PyObject *a[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < n; i++) a[i] = operands[i];
+  return PyUnicode_FromFormat(c->code_f64 && dtype == DTYPE(FLOAT64) ? c->code_f64 : c->code, a[0], a[1], a[2]);
 }
 
-/* code_for_op[op](*operands, dtype): new reference; KeyError for ops Clang cannot render */
-static PyObject *code_for_op(Op op, PyObject *const *a, int n, DType *dtype) {
-  int arity = code_arity(op);
-  if (!arity) return PyErr_Format(PyExc_KeyError, "ClangRenderer has no code_for_op entry for Ops.%s", op_names[op]);
-  if (n != arity) return PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s] takes %d operands, got %d", op_names[op], arity, n);
-  bool f64 = dtype == DTYPE(FLOAT64);
-  switch (op) {
-  case OP_SQRT: return PyUnicode_FromFormat(f64 ? "__builtin_sqrt(%S)" : "__builtin_sqrtf(%S)", a[0]);
-  case OP_TRUNC: return PyUnicode_FromFormat(f64 ? "__builtin_trunc(%S)" : "__builtin_truncf(%S)", a[0]);
-  case OP_NEG: return PyUnicode_FromFormat("-%S", a[0]);
-  case OP_WHERE: return PyUnicode_FromFormat("(%S?%S:%S)", a[0], a[1], a[2]);
-  default: return PyUnicode_FromFormat("(%S%s%S)", a[0], infix_symbol(op), a[1]);
-  }
-}
+static PyObject *workitem_text(const WorkitemCode *w, PyObject *dim) { return PyUnicode_FromFormat(w->code, dim, dim, dim); }
 
-/* the Python face of one code_for_op entry: self is the Ops member, args are (*operands, dtype) */
-static PyObject *code_for_op_call(PyObject *self, PyObject *args) {
+/* code_for_op's (*operands, dtype) -> text, code_for_workitem's (dim) -> text */
+static PyObject *NativeCode_call(NativeCode *self, PyObject *args, PyObject *kw) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
-  int op = op_from_object(self);
-  if (op < 0) return NULL;
-  if (n < 1 || n - 1 > 3) return PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s] takes the operands and a dtype", op_names[op]);
-  PyObject *dt = PyTuple_GET_ITEM(args, n - 1), *strs[3];
-  int k = 0;
-  for (; k < n - 1; k++) if (!(strs[k] = PyObject_Str(PyTuple_GET_ITEM(args, k)))) break;
-  PyObject *ret = k == n - 1 ? code_for_op((Op)op, strs, k, DType_Check(dt) ? (DType *)dt : NULL) : NULL;
+  const char *what = self->op ? op_names[self->op->op] : self->workitem->kind;
+  if ((kw && PyDict_GET_SIZE(kw)) || n < 1 || n > (self->op ? 4 : 1))
+    return PyErr_Format(PyExc_TypeError, self->op ? "code_for_op[Ops.%s] takes the operands and a dtype" : "code_for_workitem[%s] takes the dimension", what);
+  PyObject *strs[3], *ret = NULL;
+  int k = 0, texts = self->op ? (int)n - 1 : 1;
+  for (; k < texts; k++) if (!(strs[k] = PyObject_Str(PyTuple_GET_ITEM(args, k)))) break;
+  if (k == texts) {
+    PyObject *dt = PyTuple_GET_ITEM(args, n - 1);
+    ret = self->op ? op_code_text(self->op, strs, k, DType_Check(dt) ? (DType *)dt : NULL) : workitem_text(self->workitem, strs[0]);
+  }
   for (int i = 0; i < k; i++) Py_DECREF(strs[i]);
   return ret;
 }
-static PyMethodDef code_for_op_def = {"code_for_op", code_for_op_call, METH_VARARGS, "the C text of the op on its operands' texts"};
+
+static PyTypeObject NativeCode_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.NativeCode",
+  .tp_basicsize = sizeof(NativeCode),
+  .tp_call = (ternaryfunc)NativeCode_call,
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "a code_for_op / code_for_workitem entry of a native language: its C text on the operands' texts",
+};
+
+static PyObject *native_code(const OpCode *op, const WorkitemCode *workitem) {
+  NativeCode *c = PyObject_New(NativeCode, &NativeCode_Type);
+  if (c) { c->op = op; c->workitem = workitem; }
+  return (PyObject *)c;
+}
+
+/* ctx.code_for_op[x.op](*operands, x.dtype): a new reference; KeyError for an op the renderer has no code for */
+static PyObject *alu_text(CStyleSettings *s, UOp *x, PyObject *const *operands, int n) {
+  if (s->op_codes[x->op]) return op_code_text(s->op_codes[x->op], operands, n, x->dtype);
+  PyObject *fn = PyDict_GetItemWithError(s->code_for_op, ops_members[x->op]);
+  if (!fn) {
+    if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, ops_members[x->op]);
+    return NULL;
+  }
+  PyObject *args[4];
+  for (int i = 0; i < n; i++) args[i] = operands[i];
+  args[n] = (PyObject *)x->dtype;
+  Py_INCREF(fn);   /* the call may change the dict */
+  PyObject *ret = PyObject_Vectorcall(fn, args, (size_t)n + 1, NULL);
+  Py_DECREF(fn);
+  return ret;
+}
+
+/* ctx.code_for_workitem[kind](dim): pooled; KeyError for a kind the renderer has no code for */
+static PyObject *workitem_code_text(CStyleSettings *s, PyObject *kind, PyObject *dim) {
+  PyObject *fn = PyDict_GetItemWithError(s->code_for_workitem, kind);
+  if (!fn) {
+    if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, kind);
+    return NULL;
+  }
+  if (Py_IS_TYPE(fn, &NativeCode_Type) && ((NativeCode *)fn)->workitem) return pool_keep(workitem_text(((NativeCode *)fn)->workitem, dim));
+  Py_INCREF(fn);
+  PyObject *ret = PyObject_CallOneArg(fn, dim);
+  Py_DECREF(fn);
+  return pool_keep(ret);
+}
 
 /* ================================================================================================
  * string_rewrite (tinygrad's base_rewrite)
  * ================================================================================================ */
 
+/* x.src[i], an IndexError when x has fewer sources */
+static UOp *src_of(UOp *x, int i) {
+  if (i < x->nsrc) return x->src[i];
+  return (UOp *)PyErr_Format(PyExc_IndexError, "Ops.%s has %d sources, the string rule reads source %d", op_names[x->op], x->nsrc, i);
+}
+/* ctx[x.src[i]] */
+static PyObject *src_text(PyObject *ctx, UOp *x, int i) {
+  UOp *src = src_of(x, i);
+  return src ? text_of(ctx, src) : NULL;
+}
+
 /* a register array: "float acc0[4];" */
-static UOp *r_define_reg(Captures *m, PyObject *ctx) {
-  PyObject *dt = dtype_text(m->x->dtype->base), *name = dt ? text_of(ctx, m->x) : NULL;
-  return name ? TEXT(PyUnicode_FromFormat("%S %S[%zd];", dt, name, m->x->dtype->size)) : NULL;
+RULE(r_define_reg, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  DType *ptr = s ? ptr_dtype(x) : NULL;
+  PyObject *dt = ptr ? dtype_text(s, ptr->base) : NULL, *name = dt ? text_of(ctx, x) : NULL;
+  return name ? TEXT(PyUnicode_FromFormat("%S %S[%zd];", dt, name, ptr->size)) : NULL;
 }
 /* an if opens a block on its condition */
-static UOp *r_if(Captures *m, PyObject *ctx) { return fmt1("if (%S) {", text_of(ctx, m->x->src[0])); }
+RULE(r_if, x) { return fmt1("if (%S) {", src_text(ctx, x, 0)); }
 /* ENDIF and END close a block */
-static UOp *r_close(Captures *m, PyObject *ctx) { UNUSED(m); UNUSED(ctx); return TEXT(PyUnicode_FromString("}")); }
+RULE(r_close) { return TEXT(PyUnicode_FromString("}")); }
 /* a tensor-core call: "__name(a, b, c)" */
-static UOp *r_wmma(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
+RULE(r_wmma, x) {
   PyObject *name = pool_keep(PySequence_GetItem(x->arg, 0));
-  PyObject *a = name ? text_of(ctx, x->src[0]) : NULL, *b = a ? text_of(ctx, x->src[1]) : NULL, *c = b ? text_of(ctx, x->src[2]) : NULL;
+  PyObject *a = name ? src_text(ctx, x, 0) : NULL, *b = a ? src_text(ctx, x, 1) : NULL, *c = b ? src_text(ctx, x, 2) : NULL;
   return c ? TEXT(PyUnicode_FromFormat("__%S(%S, %S, %S)", name, a, b, c)) : NULL;
 }
 /* a range opens a counted for loop */
-static UOp *r_range(Captures *m, PyObject *ctx) {
-  PyObject *dt = dtype_text(m->x->dtype), *name = dt ? text_of(ctx, m->x) : NULL, *end = name ? text_of(ctx, m->x->src[0]) : NULL;
+RULE(r_range, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  PyObject *dt = s ? dtype_text(s, x->dtype) : NULL, *name = dt ? text_of(ctx, x) : NULL, *end = name ? src_text(ctx, x, 0) : NULL;
   return end ? TEXT(PyUnicode_FromFormat("for (%S %S = 0; %S < %S; %S++) {", dt, name, name, end, name)) : NULL;
 }
-/* a vector literal: "(float4){a,b,c,d}" */
-static UOp *r_vectorize(Captures *m, PyObject *ctx) {
-  return fmt2("(%S){%S}", dtype_text(m->x->dtype), join_texts(ctx, m->x->src, m->x->nsrc, ","));
+/* a vector literal: float4 with "float4" spelled as the dtype, then the lanes between float4_style's pair: "(float4){a,b,c,d}" */
+RULE(r_vectorize, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  if (!s) return NULL;
+  if (s->float4 == Py_None) return (UOp *)PyErr_Format(PyExc_AttributeError, "'NoneType' object has no attribute 'replace'");
+  PyObject *dt = dtype_text(s, x->dtype), *lit = dt ? pool_keep(PyUnicode_Replace(s->float4, str_float4, dt, -1)) : NULL;
+  PyObject *lanes = lit ? join_texts(ctx, x->src, x->nsrc, str_comma) : NULL;
+  return lanes ? TEXT(PyUnicode_FromFormat("%S%S%S%S", lit, PyTuple_GET_ITEM(s->float4_style, 0), lanes, PyTuple_GET_ITEM(s->float4_style, 1))) : NULL;
 }
 /* a cast of a (non-pointer) vector converts lane by lane */
-static UOp *r_cast_vector(Captures *m, PyObject *ctx) {
-  if (m->x->dtype->count <= 1 || m->x->dtype->is_ptr) return NULL;
-  return fmt2("__builtin_convertvector(%S, %S)", text_of(ctx, m->x->src[0]), dtype_text(m->x->dtype));
+RULE(r_cast_vector, x) {
+  if (x->dtype->count <= 1 || x->dtype->is_ptr) return NULL;
+  CStyleSettings *s = rule_settings(ctx);
+  PyObject *v = s ? src_text(ctx, x, 0) : NULL;
+  return fmt2("__builtin_convertvector(%S, %S)", v, v ? dtype_text(s, x->dtype) : NULL);
 }
 /* any other cast is a C cast */
-static UOp *r_cast(Captures *m, PyObject *ctx) { return fmt1("(%S)", render_cast(m->x->dtype, text_of(ctx, m->x->src[0]))); }
-/* a bitcast reinterprets the bits of the source, typed as its own dtype */
-static UOp *r_bitcast(Captures *m, PyObject *ctx) {
-  return fmt3("__builtin_bit_cast(%S, (%S)(%S))", dtype_text(m->x->dtype), dtype_text(m->x->src[0]->dtype), text_of(ctx, m->x->src[0]));
+RULE(r_cast, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  return fmt1("(%S)", s ? cast_text(s, x->dtype, src_text(ctx, x, 0)) : NULL);
 }
-/* shared memory: an array (Clang has no alignment or address-space prefix) */
-static UOp *r_define_local(Captures *m, PyObject *ctx) { return r_define_reg(m, ctx); }
-/* Clang's barrier is no text at all */
-static UOp *r_barrier(Captures *m, PyObject *ctx) { UNUSED(m); UNUSED(ctx); return TEXT(PyUnicode_FromString("")); }
-/* a global index is the core id (the only workitem Clang has), with the bound as a comment */
-static UOp *r_special(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *kind = pool_keep(PySequence_GetItem(m->x->arg, 0));
-  if (!kind) return NULL;
-  if (!PyUnicode_Check(kind) || PyUnicode_CompareWithASCIIString(kind, "g") != 0) { PyErr_SetObject(PyExc_KeyError, kind); return NULL; }
-  return fmt1("core_id; /* %S */", pool_keep(PyObject_CallMethod((PyObject *)m->x->src[0], "render", NULL)));
+/* a bitcast reinterprets the bits of the source, typed as its own dtype */
+RULE(r_bitcast, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  UOp *src = s ? src_of(x, 0) : NULL;
+  PyObject *to = src ? dtype_text(s, x->dtype) : NULL, *from = to ? dtype_text(s, src->dtype) : NULL;
+  return fmt3("__builtin_bit_cast(%S, (%S)(%S))", to, from, from ? text_of(ctx, src) : NULL);
+}
+/* shared memory: an array after the alignment and address-space prefixes */
+RULE(r_define_local, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  DType *ptr = s ? ptr_dtype(x) : NULL;
+  PyObject *dt = ptr ? dtype_text(s, ptr->base) : NULL, *name = dt ? text_of(ctx, x) : NULL;
+  return name ? TEXT(PyUnicode_FromFormat("%S%S%S %S[%zd];", s->smem_align, s->smem_prefix, dt, name, ptr->size)) : NULL;
+}
+RULE(r_barrier) {
+  
+  CStyleSettings *s = rule_settings(ctx);
+  return s ? TEXT(Py_NewRef(s->barrier)) : NULL;
+}
+/* a workitem index by code_for_workitem (its kind is the name's first letter, its dimension the last), the bound as a comment */
+RULE(r_special, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  UOp *bound = s ? src_of(x, 0) : NULL;
+  PyObject *kind = bound ? pool_keep(PySequence_GetItem(x->arg, 0)) : NULL, *dim = kind ? pool_keep(PySequence_GetItem(x->arg, -1)) : NULL;
+  PyObject *code = dim ? workitem_code_text(s, kind, dim) : NULL;
+  return fmt2("%S; /* %S */", code, code ? pool_keep(PyObject_CallMethod((PyObject *)bound, "render", NULL)) : NULL);
 }
 /* +inf and -inf constants */
-static UOp *r_const_inf(Captures *m, PyObject *ctx) { UNUSED(ctx); return fmt1("(%S)", render_cast_c(m->x->dtype, INFINITY_TEXT)); }
-static UOp *r_const_neg_inf(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return fmt1("(%S)", render_cast(m->x->dtype, pool_keep(PyUnicode_FromFormat("-%s", INFINITY_TEXT))));
+RULE(r_const_inf, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  return fmt1("(%S)", s ? cast_text(s, x->dtype, s->infinity) : NULL);
+}
+RULE(r_const_neg_inf, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  return fmt1("(%S)", s ? cast_text(s, x->dtype, (PyObject *)fmt1("-%S", s->infinity)) : NULL);
 }
 /* a float nan constant */
-static UOp *r_const_nan(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  double v = PyFloat_AsDouble(m->x->arg);
-  if (v == -1.0 && PyErr_Occurred()) return NULL;
-  return isnan(v) ? fmt1("(%S)", render_cast_c(m->x->dtype, NAN_TEXT)) : NULL;
+RULE(r_const_nan, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  double v = s ? PyFloat_AsDouble(x->arg) : 0;
+  if (!s || (v == -1.0 && PyErr_Occurred())) return NULL;
+  return isnan(v) ? fmt1("(%S)", cast_text(s, x->dtype, s->nan)) : NULL;
 }
 /* constants with a C literal suffix: float "f", int64 "ll" */
-static UOp *r_const_float(Captures *m, PyObject *ctx) { UNUSED(ctx); return TEXT(PyUnicode_FromFormat("%Sf", m->x->arg)); }
-static UOp *r_const_int64(Captures *m, PyObject *ctx) { UNUSED(ctx); return TEXT(PyUnicode_FromFormat("%Sll", m->x->arg)); }
+RULE(r_const_float, x) { return TEXT(PyUnicode_FromFormat("%Sf", x->arg)); }
+RULE(r_const_int64, x) { return TEXT(PyUnicode_FromFormat("%Sll", x->arg)); }
 /* unsigned 64/32 constants are truncated to the dtype and suffixed "ull"/"u" */
-static UOp *r_const_unsigned(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  PyObject *v = pool_keep(dtype_truncate(m->x->dtype, m->x->arg));
-  return fmt1(m->x->dtype == DTYPE(UINT64) ? "%Sull" : "%Su", v);
+RULE(r_const_unsigned, x) {
+  PyObject *v = pool_keep(dtype_truncate(x->dtype, x->arg));
+  return fmt1(x->dtype == DTYPE(UINT64) ? "%Sull" : "%Su", v);
 }
 /* bools are 1 or 0 */
-static UOp *r_const_bool(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  int t = PyObject_IsTrue(m->x->arg);
+RULE(r_const_bool, x) {
+  int t = PyObject_IsTrue(x->arg);
   return t < 0 ? NULL : TEXT(PyUnicode_FromString(t ? "1" : "0"));
 }
 /* small floats are written as float literals and cast */
-static UOp *r_const_small_float(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return fmt1("(%S)", render_cast(m->x->dtype, pool_keep(PyUnicode_FromFormat("%Sf", m->x->arg))));
+RULE(r_const_small_float, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  return fmt1("(%S)", s ? cast_text(s, x->dtype, (PyObject *)fmt1("%Sf", x->arg)) : NULL);
 }
 /* small unsigned ints are written as unsigned literals and cast */
-static UOp *r_const_small_uint(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return fmt1("(%S)", render_cast(m->x->dtype, pool_keep(PyUnicode_FromFormat("%Su", m->x->arg))));
+RULE(r_const_small_uint, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  return fmt1("(%S)", s ? cast_text(s, x->dtype, (PyObject *)fmt1("%Su", x->arg)) : NULL);
 }
 /* small signed ints are written plainly and cast */
-static UOp *r_const_small_int(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return fmt1("(%S)", render_cast(m->x->dtype, pool_keep(PyObject_Str(m->x->arg))));
+RULE(r_const_small_int, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  return fmt1("(%S)", s ? cast_text(s, x->dtype, pool_keep(PyObject_Str(x->arg))) : NULL);
 }
 /* any other constant is its str */
-static UOp *r_const(Captures *m, PyObject *ctx) { UNUSED(ctx); return TEXT(PyObject_Str(m->x->arg)); }
+RULE(r_const, x) { return TEXT(PyObject_Str(x->arg)); }
 /* an index is pointer arithmetic "(buf+idx)"; tinygrad strips the index's parens when idx.arg equals Ops.ADD */
-static UOp *r_index(Captures *m, PyObject *ctx) {
-  PyObject *idx = text_of(ctx, m->idx);
-  int is_add = idx ? PyObject_RichCompareBool(m->idx->arg, ops_members[OP_ADD], Py_EQ) : -1;
+RULE(r_index, idx, buf) {
+  PyObject *idx_text = text_of(ctx, idx);
+  int is_add = idx_text ? PyObject_RichCompareBool(idx->arg, ops_members[OP_ADD], Py_EQ) : -1;
   if (is_add < 0) return NULL;
-  return fmt2("(%S+%S)", text_of(ctx, m->buf), is_add ? strip_parens(idx) : idx);
+  return fmt2("(%S+%S)", text_of(ctx, buf), is_add ? strip_parens(idx_text) : idx_text);
 }
 /* a gated load: "(gate?*ptr:alt)" */
-static UOp *r_load_gated(Captures *m, PyObject *ctx) {
-  return fmt3("(%S?*%S:%S)", text_of(ctx, m->gate), text_of(ctx, m->slot[SLOT_bidx]), text_of(ctx, m->var));
+RULE(r_load_gated, gate, bidx, var) {
+  return fmt3("(%S?*%S:%S)", text_of(ctx, gate), text_of(ctx, bidx), text_of(ctx, var));
 }
 /* a load dereferences */
-static UOp *r_load(Captures *m, PyObject *ctx) { return fmt1("(*%S)", text_of(ctx, m->slot[SLOT_bidx])); }
+RULE(r_load, bidx) { return fmt1("(*%S)", text_of(ctx, bidx)); }
 /* a store assigns through the pointer */
-static UOp *r_store(Captures *m, PyObject *ctx) { return fmt2("*%S = %S;", text_of(ctx, m->slot[SLOT_bidx]), text_of(ctx, m->var)); }
+RULE(r_store, bidx, var) { return fmt2("*%S = %S;", text_of(ctx, bidx), text_of(ctx, var)); }
 /* ALU ops by code_for_op; a chain of the same associative op drops the inner parens */
-static UOp *r_alu(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
+RULE(r_alu, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  if (!s) return NULL;
   if (x->nsrc > 3) return (UOp *)PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s]: too many operands", op_names[x->op]);
   bool chains = x->op == OP_ADD || x->op == OP_MUL || x->op == OP_XOR || x->op == OP_OR || x->op == OP_AND;
   PyObject *a[3];
@@ -370,21 +763,21 @@ static UOp *r_alu(Captures *m, PyObject *ctx) {
     if (chains && x->src[i]->op == x->op) a[i] = strip_parens(a[i]);
     if (!a[i]) return NULL;
   }
-  return TEXT(code_for_op((Op)x->op, a, x->nsrc, x->dtype));
+  return TEXT(alu_text(s, x, a, x->nsrc));
 }
-/* a lane of a vector: "v[i]" (or ".x" style at or below the array threshold) */
-static UOp *r_gep(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
-  PyObject *v = text_of(ctx, x->src[0]), *lane = v ? pool_keep(PySequence_GetItem(x->arg, 0)) : NULL;
+/* a lane of a vector: "v[i]" above gep_arr_threshold lanes, ".x" style at or below it */
+RULE(r_gep, x) {
+  UOp *vec = src_of(x, 0);
+  CStyleSettings *s = vec ? rule_settings(ctx) : NULL;
+  PyObject *v = s ? text_of(ctx, vec) : NULL, *lane = v ? pool_keep(PySequence_GetItem(x->arg, 0)) : NULL;
   if (!lane) return NULL;
-  if (x->src[0]->dtype->count > GEP_ARR_THRESHOLD) return fmt2("%S[%S]", v, lane);
+  if (vec->dtype->count > s->gep_threshold) return fmt2("%S[%S]", v, lane);
   Py_ssize_t i = PyLong_AsSsize_t(lane);
   if (i < 0 || i >= 8) return PyErr_Occurred() ? NULL : (UOp *)PyErr_Format(PyExc_IndexError, "string index out of range");
   return TEXT(PyUnicode_FromFormat("%S.%c", v, "xyzwabcd"[i]));
 }
 /* custom code: arg.format(*texts of the sources) */
-static UOp *r_custom(Captures *m, PyObject *ctx) {
-  UOp *x = m->x;
+RULE(r_custom, x) {
   PyObject *args = pool_keep(PyTuple_New(x->nsrc));
   if (!args) return NULL;
   for (int i = 0; i < x->nsrc; i++) {
@@ -397,38 +790,37 @@ static UOp *r_custom(Captures *m, PyObject *ctx) {
 }
 
 static const RuleDef base_rewrite_defs[] = {
-  {"UPat(Ops.DEFINE_REG, name='x')", r_define_reg},
-  {"UPat(Ops.IF, name='x')", r_if},
-  {"UPat((Ops.ENDIF, Ops.END))", r_close},
-  {"UPat(Ops.WMMA, name='x')", r_wmma},
-  {"UPat(Ops.RANGE, name='x')", r_range},
-  {"UPat(Ops.VECTORIZE, name='x')", r_vectorize},
-  {"UPat(Ops.CAST, name='x')", r_cast_vector},
-  {"UPat(Ops.CAST, name='x')", r_cast},
-  {"UPat(Ops.BITCAST, name='x')", r_bitcast},
-  {"UPat(Ops.DEFINE_LOCAL, name='x')", r_define_local},
-  {"UPat(Ops.BARRIER)", r_barrier},
-  {"UPat(Ops.SPECIAL, name='x')", r_special},
-  {"UPat(Ops.CONST, arg=float('inf'), name='x')", r_const_inf},
-  {"UPat(Ops.CONST, arg=float('-inf'), name='x')", r_const_neg_inf},
-  {"UPat(Ops.CONST, dtype=dtypes.floats, name='x')", r_const_nan},
-  {"UPat(Ops.CONST, dtype=dtypes.float, name='x')", r_const_float},
-  {"UPat(Ops.CONST, dtype=dtypes.int64, name='x')", r_const_int64},
-  {"UPat(Ops.CONST, dtype=dtypes.uint64, name='x')", r_const_unsigned},
-  {"UPat(Ops.CONST, dtype=dtypes.uint32, name='x')", r_const_unsigned},
-  {"UPat(Ops.CONST, dtype=dtypes.bool, name='x')", r_const_bool},
-  {"UPat(Ops.CONST, (*dtypes.fp8s, dtypes.bfloat16, dtypes.half), name='x')", r_const_small_float},
-  {"UPat(Ops.CONST, (dtypes.uint8, dtypes.uint16), name='x')", r_const_small_uint},
-  {"UPat(Ops.CONST, (dtypes.int8, dtypes.int16), name='x')", r_const_small_int},
-  {"UPat(Ops.CONST, name='x')", r_const},
-  {"UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('idx')), allow_any_len=True)", r_index},
-  {"UPat(Ops.LOAD, src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat.var('gate'))).or_casted('bidx'), UPat.var('var')), allow_any_len=True)",
-   r_load_gated},
-  {"UPat(Ops.LOAD, src=(UPat.var('bidx'),), allow_any_len=True)", r_load},
-  {"UPat(Ops.STORE, src=(UPat.var('bidx'), UPat.var('var')), allow_any_len=True)", r_store},
-  {"UPat(GroupOp.ALU, name='x')", r_alu},
-  {"UPat(Ops.GEP, name='x')", r_gep},
-  {"UPat((Ops.CUSTOM, Ops.CUSTOMI), name='x')", r_custom},
+  R("UPat(Ops.DEFINE_REG, name='x')", r_define_reg),
+  R("UPat(Ops.IF, name='x')", r_if),
+  R("UPat((Ops.ENDIF, Ops.END))", r_close),
+  R("UPat(Ops.WMMA, name='x')", r_wmma),
+  R("UPat(Ops.RANGE, name='x')", r_range),
+  R("UPat(Ops.VECTORIZE, name='x')", r_vectorize),
+  R("UPat(Ops.CAST, name='x')", r_cast_vector),
+  R("UPat(Ops.CAST, name='x')", r_cast),
+  R("UPat(Ops.BITCAST, name='x')", r_bitcast),
+  R("UPat(Ops.DEFINE_LOCAL, name='x')", r_define_local),
+  R("UPat(Ops.BARRIER)", r_barrier),
+  R("UPat(Ops.SPECIAL, name='x')", r_special),
+  R("UPat(Ops.CONST, arg=float('inf'), name='x')", r_const_inf),
+  R("UPat(Ops.CONST, arg=float('-inf'), name='x')", r_const_neg_inf),
+  R("UPat(Ops.CONST, dtype=dtypes.floats, name='x')", r_const_nan),
+  R("UPat(Ops.CONST, dtype=dtypes.float, name='x')", r_const_float),
+  R("UPat(Ops.CONST, dtype=dtypes.int64, name='x')", r_const_int64),
+  R("UPat(Ops.CONST, dtype=dtypes.uint64, name='x')", r_const_unsigned),
+  R("UPat(Ops.CONST, dtype=dtypes.uint32, name='x')", r_const_unsigned),
+  R("UPat(Ops.CONST, dtype=dtypes.bool, name='x')", r_const_bool),
+  R("UPat(Ops.CONST, (*dtypes.fp8s, dtypes.bfloat16, dtypes.half), name='x')", r_const_small_float),
+  R("UPat(Ops.CONST, (dtypes.uint8, dtypes.uint16), name='x')", r_const_small_uint),
+  R("UPat(Ops.CONST, (dtypes.int8, dtypes.int16), name='x')", r_const_small_int),
+  R("UPat(Ops.CONST, name='x')", r_const),
+  R("UPat(Ops.INDEX, src=(UPat.var('buf'), UPat.var('idx')), allow_any_len=True)", r_index),
+  R("UPat(Ops.LOAD, src=(UPat(Ops.INDEX, src=(UPat(), UPat(), UPat.var('gate'))).or_casted('bidx'), UPat.var('var')), allow_any_len=True)", r_load_gated),
+  R("UPat(Ops.LOAD, src=(UPat.var('bidx'),), allow_any_len=True)", r_load),
+  R("UPat(Ops.STORE, src=(UPat.var('bidx'), UPat.var('var')), allow_any_len=True)", r_store),
+  R("UPat(GroupOp.ALU, name='x')", r_alu),
+  R("UPat(Ops.GEP, name='x')", r_gep),
+  R("UPat((Ops.CUSTOM, Ops.CUSTOMI), name='x')", r_custom),
 };
 
 /* ================================================================================================
@@ -484,8 +876,8 @@ static PyObject *range_name(UOp *u) {
 
 /* The state of one render: tinygrad's locals in _render. */
 typedef struct {
-  RendererObject *self;
-  PatternMatcher *pm;
+  CStyleObject *self;
+  CStyleSettings *s;
   PyObject *r, *bufs, *kernel;
   PtrMap child_count;        /* node -> how many sources name it (tinygrad's Counter) */
   PyObject *name;            /* the SINK's function name (pooled) when this node set it */
@@ -563,6 +955,12 @@ static PyObject *value_name(RenderState *st, UOp *u, int *prefix) {
   return pool_keep(PyUnicode_FromFormat("%s%ld", prefix_names[*prefix], k));
 }
 
+/* "<type> <name> = <text>;" (a SPECIAL's text ends in a comment: no ";"); pooled */
+static PyObject *declaration(RenderState *st, UOp *u, PyObject *name, PyObject *text) {
+  PyObject *dt = dtype_text(st->s, u->dtype);
+  return dt ? pool_keep(PyUnicode_FromFormat("%S %S = %S%s", dt, name, text, u->op == OP_SPECIAL ? "" : ";")) : NULL;
+}
+
 /* one node of the loop body */
 static int render_uop(RenderState *st, UOp *u) {
   Op op = (Op)u->op;
@@ -582,7 +980,7 @@ static int render_uop(RenderState *st, UOp *u) {
   int prefix;
   PyObject *name = value_name(st, u, &prefix);
   if (!name || PyDict_SetItem(st->r, (PyObject *)u, name) < 0) return -1;
-  PyObject *l = pool_keep(pm_rewrite(st->pm, u, (PyObject *)st->self, false));
+  PyObject *l = pool_keep(pm_rewrite((PatternMatcher *)st->s->string_rewrite, u, (PyObject *)st->self, false));
   if (!l) return PyErr_Occurred() ? -1 : failed_to_render(u);
   if (!PyUnicode_Check(l)) { PyErr_Format(PyExc_TypeError, "a string rule returned %.100s, not a str", Py_TYPE(l)->tp_name); return -1; }
 
@@ -591,9 +989,8 @@ static int render_uop(RenderState *st, UOp *u) {
     if (PyDict_SetItem(st->r, (PyObject *)u, l) < 0) return -1;
   } else {
     if (op != OP_RANGE && op != OP_DEFINE_LOCAL && op != OP_STORE && op != OP_DEFINE_REG && u->dtype != DTYPE(VOID))
-      l = pool_keep(PyUnicode_FromFormat("%S %S = %S%s", dtype_text(u->dtype), name, l, op == OP_SPECIAL ? "" : ";"));
-    PyObject *two = l ? pool_keep(PyUnicode_FromString("  ")) : NULL;
-    PyObject *indent = two ? pool_keep(PySequence_Repeat(two, st->depth > 0 ? st->depth : 0)) : NULL;
+      l = declaration(st, u, name, l);
+    PyObject *indent = l ? pool_keep(PySequence_Repeat(str_indent, st->depth > 0 ? st->depth : 0)) : NULL;
     PyObject *line = indent ? pool_keep(PyUnicode_Concat(indent, l)) : NULL;
     if (!line || PyList_Append(st->kernel, line) < 0) return -1;
     if (prefix >= 0) st->counters[prefix]++;
@@ -620,15 +1017,15 @@ static PyObject *uop_sequence(PyObject *uops) {
     if (!UOp_Check(u)) {
       PyErr_Format(PyExc_TypeError, "render needs tinyc UOps, item %zd is %.100s", i, Py_TYPE(u)->tp_name);
       Py_CLEAR(seq);
-    }
+    } else if (uop_check_form((UOp *)u, "render") < 0) Py_CLEAR(seq);   /* the loop reads sources and args (form.h) */
   }
   return seq;
 }
 
 /* _render(uops) -> (function name, kernel lines, [(arg name, (dtype, mutable)), ...]) */
-static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
-  PatternMatcher *pm = native_get("cstyle_base_rewrite");
-  PyObject *uops = pm ? uop_sequence(uops_in) : NULL;
+/* _render(uops) -> (function name, kernel lines, [(arg name, (dtype, mutable)), ...]) with settings s: a new reference */
+static PyObject *render_lines(CStyleObject *self, CStyleSettings *s, PyObject *uops_in) {
+  PyObject *uops = uop_sequence(uops_in);
   if (!uops) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(uops);
 #if PY_VERSION_HEX < 0x030D0000
@@ -636,11 +1033,14 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
 #else
   PyObject *r = PyDict_New();
 #endif
-  RenderState st = {self, pm, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_long("EXPAND_SSA", 0) != 0};
-  PyObject *ret = NULL, *name = NULL, *bufs;
+  RenderState st = {self, s, r, PyDict_New(), PyList_New(0), {0}, NULL, 1, {0}, env_long("EXPAND_SSA", 0) != 0};
+  PyObject *ret = NULL, *name = NULL, *bufs, *outer_r = self->base.r;
+  CStyleSettings *outer = self->settings;
+  self->base.r = NULL;
   if (ptrmap_reserve(&st.child_count, (size_t)n * 2) < 0) goto done;   /* child counts: sized up front */
   if (!st.r || !st.bufs || !st.kernel || count_children(&st.child_count, PySequence_Fast_ITEMS(uops), n) < 0) goto done;
-  Py_XSETREF(self->r, Py_NewRef(st.r));
+  self->base.r = Py_NewRef(st.r);
+  self->settings = s;
   for (Py_ssize_t i = 0; i < n; i++) {
     Py_ssize_t mark = pool_mark();
     int rc = render_uop(&st, (UOp *)PySequence_Fast_GET_ITEM(uops, i));
@@ -651,344 +1051,540 @@ static PyObject *Renderer__render(RendererObject *self, PyObject *uops_in) {
   }
   if ((bufs = PyDict_Values(st.bufs))) ret = Py_BuildValue("(NON)", name ? Py_NewRef(name) : PyUnicode_FromString("test"), st.kernel, bufs);
 done:
-  Py_CLEAR(self->r);
+  Py_XSETREF(self->base.r, outer_r);   /* as it was: tinygrad deletes self.r after a render */
+  self->settings = outer;
   ptrmap_free(&st.child_count);
   Py_XDECREF(name); Py_XDECREF(st.r); Py_XDECREF(st.bufs); Py_XDECREF(st.kernel); Py_DECREF(uops);
   return ret;
 }
 
 /* ================================================================================================
- * render_kernel (ClangRenderer's: vector typedefs, then the function)
+ * render_kernel: CStyleLanguage's (the function), ClangRenderer's (vector typedefs, the function, the entry)
  * ================================================================================================ */
 
-/* "typedef float float4 __attribute__((aligned(16),ext_vector_type(4)));" (alignment rounded down to a power of two) */
-static PyObject *render_vector_prefix(DType *dt) {
-  int itemsize = dtype_itemsize(dt), alignment = 1;
-  if (env_long("ALIGNED", 1) && !dtype_is_bool(dt)) while (alignment * 2 <= itemsize) alignment *= 2;
-  PyObject *s = render_dtype(dtype_scalar(dt)), *v = s ? render_dtype(dt) : NULL;
-  PyObject *ret = v ? PyUnicode_FromFormat("typedef %U %U __attribute__((aligned(%d),ext_vector_type(%d)));", s, v, alignment, dt->count) : NULL;
-  Py_XDECREF(s); Py_XDECREF(v);
+/* "<type> <name>" of one kernel argument (name, (dtype, mutable)): a pointer as render_dtype(dtype, mutable) + buffer_suffix, an
+ * int after arg_int_prefix; pooled */
+static PyObject *kernel_argument(CStyleSettings *s, PyObject *buf) {
+  PyObject *name, *dtype, *mutable_;
+  if (!PyTuple_Check(buf) || !PyArg_ParseTuple(buf, "O(OO)", &name, &dtype, &mutable_) || !DType_Check(dtype)) {
+    PyErr_Clear();
+    return PyErr_Format(PyExc_TypeError, "a kernel argument must be (name, (DType, mutable)), not %R", buf);
+  }
+  DType *dt = (DType *)dtype;
+  if (dt->is_ptr) return (PyObject *)fmt3("%S%S %S", dtype_text_m(s, dt, mutable_), s->buffer_suffix, name);
+  return (PyObject *)fmt2("%S %S", dt == DTYPE(INT32) ? s->arg_int_prefix : Py_None, name);
+}
+
+/* ", ".join of the arguments of bufs, then extra_args; pooled */
+static PyObject *kernel_arguments(CStyleSettings *s, PyObject *bufs) {
+  PyObject *seq = pool_keep(PySequence_Fast(bufs, "bufs must be a sequence")), *parts = seq ? pool_keep(PyList_New(0)) : NULL;
+  if (!parts) return NULL;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    PyObject *arg = kernel_argument(s, PySequence_Fast_GET_ITEM(seq, i));
+    if (!arg || PyList_Append(parts, arg) < 0) return NULL;
+  }
+  PyObject *extra = pool_keep(PySequence_Fast(s->extra_args, "extra_args must be a list"));
+  for (Py_ssize_t i = 0; extra && i < PySequence_Fast_GET_SIZE(extra); i++)
+    if (PyList_Append(parts, PySequence_Fast_GET_ITEM(extra, i)) < 0) return NULL;
+  if (!extra) return NULL;
+  return pool_keep(PyUnicode_Join(str_comma_space, parts));
+}
+
+/* prod(d.vmax for the local dims, u.src[0] of each SPECIAL whose kind is "l"): pooled */
+static PyObject *launch_bounds(PyObject *uops_in) {
+  PyObject *uops = pool_keep(uop_sequence(uops_in)), *bounds = uops ? n_int(1) : NULL;
+  for (Py_ssize_t i = 0; bounds && i < PySequence_Fast_GET_SIZE(uops); i++) {
+    UOp *u = (UOp *)PySequence_Fast_GET_ITEM(uops, i);
+    if (u->op != OP_SPECIAL) continue;
+    PyObject *kind = pool_keep(PySequence_GetItem(u->arg, 0));
+    if (!kind) return NULL;
+    if (!PyUnicode_Check(kind) || PyUnicode_CompareWithASCIIString(kind, "l") != 0) continue;
+    UOp *dim = src_of(u, 0);
+    bounds = dim ? n_mul(bounds, vmax(dim)) : NULL;
+  }
+  return bounds;
+}
+
+/* kernel_typedef.format(launch_bounds=...): pooled (a typedef with no braces in it is its own format) */
+static PyObject *kernel_typedef_text(CStyleSettings *s, PyObject *uops) {
+  PyObject *t = s->kernel_typedef;
+  Py_ssize_t n = PyUnicode_GET_LENGTH(t);
+  if (PyUnicode_CheckExact(t) && PyUnicode_FindChar(t, '{', 0, n, 1) == -1 && PyUnicode_FindChar(t, '}', 0, n, 1) == -1) return t;
+  PyObject *bounds = launch_bounds(uops), *kw = bounds ? pool_keep(Py_BuildValue("{sO}", "launch_bounds", bounds)) : NULL;
+  PyObject *format = kw ? pool_keep(PyObject_GetAttrString(t, "format")) : NULL, *none = format ? pool_keep(PyTuple_New(0)) : NULL;
+  return none ? pool_keep(PyObject_Call(format, none, kw)) : NULL;
+}
+
+/* CStyleLanguage.render_kernel: "<kernel_typedef> name(<args>) {\n<lines>\n}", after the prefix lines when there are any.
+ * (The OpenCL sampler line it writes for image arguments never applies: tinyc has no ImageDType.) */
+static PyObject *cstyle_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                      PyObject *uops, PyObject *prefix) {
+  UNUSED(self);
+  Py_ssize_t mark = pool_mark();
+  PyObject *args = kernel_arguments(s, bufs), *type = args ? kernel_typedef_text(s, uops) : NULL, *body = type ? join_lines(kernel) : NULL;
+  PyObject *prg = body ? pool_keep(PyUnicode_FromFormat("%S %S(%S) {\n%S\n}", type, name, args, body)) : NULL;
+  PyObject *ret = prg && prefix != Py_None ? (PyObject *)fmt2("%S\n%S", join_lines(prefix), prg) : prg;
+  Py_XINCREF(ret);
+  pool_release(mark);
   return ret;
 }
 
-/* the typedef lines for every vector dtype the uops use, first use first (new reference, a list) */
-static PyObject *render_defines(PyObject *uops) {
-  PyObject *seen = PySet_New(NULL), *lines = PyList_New(0);
-  for (Py_ssize_t i = 0; seen && lines && i < PySequence_Fast_GET_SIZE(uops); i++) {
+/* "typedef float float4 __attribute__((aligned(16),ext_vector_type(4)));" (alignment rounded down to a power of two): new reference */
+static PyObject *render_vector_prefix(CStyleSettings *s, DType *dt) {
+  int itemsize = dtype_itemsize(dt), alignment = 1;
+  if (env_long("ALIGNED", 1) && !dtype_is_bool(dt)) while (alignment * 2 <= itemsize) alignment *= 2;
+  PyObject *scalar = dtype_text(s, dtype_scalar(dt)), *vec = scalar ? dtype_text(s, dt) : NULL;
+  return vec ? PyUnicode_FromFormat("typedef %S %S __attribute__((aligned(%d),ext_vector_type(%d)));", scalar, vec, alignment, dt->count) : NULL;
+}
+
+/* ClangRenderer._render_defines: the typedef of every vector dtype the uops use, first use first (a new list) */
+static PyObject *clang_render_defines(CStyleSettings *s, PyObject *self, PyObject *uops_in) {
+  PyObject *vector_prefix;
+  if (clang_override(s, self, M_RENDER_VECTOR_PREFIX, &vector_prefix) < 0) return NULL;
+  PyObject *uops = pool_keep(uop_sequence(uops_in)), *seen = uops ? pool_keep(PySet_New(NULL)) : NULL, *lines = seen ? PyList_New(0) : NULL;
+  for (Py_ssize_t i = 0; lines && i < PySequence_Fast_GET_SIZE(uops); i++) {
     UOp *u = (UOp *)PySequence_Fast_GET_ITEM(uops, i);
-    if (u->op == OP_WMMA) { PyErr_SetString(PyExc_NotImplementedError, "ClangRenderer: WMMA (AMX) kernels are not supported"); goto fail; }
+    if (u->op == OP_WMMA) { PyErr_SetString(PyExc_NotImplementedError, "ClangRenderer: WMMA (AMX) kernels are not supported"); Py_CLEAR(lines); break; }
     if (u->dtype->is_ptr || u->dtype->count <= 1) continue;
     int had = PySet_Contains(seen, (PyObject *)u->dtype);
-    if (had < 0 || (!had && PySet_Add(seen, (PyObject *)u->dtype) < 0)) goto fail;
+    if (had < 0 || (!had && PySet_Add(seen, (PyObject *)u->dtype) < 0)) { Py_CLEAR(lines); break; }
     if (had) continue;
-    PyObject *line = render_vector_prefix(u->dtype);
-    if (!line || PyList_Append(lines, line) < 0) { Py_XDECREF(line); goto fail; }
-    Py_DECREF(line);
+    PyObject *line = vector_prefix ? PyObject_CallOneArg(vector_prefix, (PyObject *)u->dtype) : render_vector_prefix(s, u->dtype);
+    if (!line || PyList_Append(lines, line) < 0) Py_CLEAR(lines);
+    Py_XDECREF(line);
   }
-  if (!seen || !lines) goto fail;
-  Py_DECREF(seen);
   return lines;
-fail:
-  Py_XDECREF(seen); Py_XDECREF(lines);
-  return NULL;
 }
 
-/* "<type> <name>" of one kernel argument (name, (dtype, mutable)); pooled */
-static PyObject *render_argument(PyObject *buf) {
-  PyObject *name, *dtype, *mutable_;
-  if (!PyArg_ParseTuple(buf, "O(OO)", &name, &dtype, &mutable_)) return NULL;
-  if (!DType_Check(dtype)) return PyErr_Format(PyExc_TypeError, "a kernel argument's dtype must be a DType");
-  DType *dt = (DType *)dtype;
-  if (dt->is_ptr) return pool_keep(PyUnicode_FromFormat("%S%s %S", dtype_text(dt), BUFFER_SUFFIX, name));
-  return pool_keep(PyUnicode_FromFormat("%s %S", dt == DTYPE(INT32) ? ARG_INT_PREFIX : "None", name));
+/* self._render_defines(uops), "\n"-joined: pooled */
+static PyObject *defines_text(CStyleSettings *s, PyObject *self, PyObject *uops) {
+  PyObject *fn;
+  if (clang_override(s, self, M_RENDER_DEFINES, &fn) < 0) return NULL;
+  return join_lines(pool_keep(fn ? PyObject_CallOneArg(fn, uops) : clang_render_defines(s, self, uops)));
 }
 
-/* "\n".join(lines) of a sequence of strs: pooled */
-static PyObject *join_lines(PyObject *lines) {
-  PyObject *nl = pool_keep(PyUnicode_FromString("\n"));
-  return nl ? pool_keep(PyUnicode_Join(nl, lines)) : NULL;
+/* self._render_body(function_name, kernel, bufs, uops, prefix): tinyc's is CStyleLanguage's render_kernel. Pooled. */
+static PyObject *body_text(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs, PyObject *uops,
+                           PyObject *prefix) {
+  PyObject *fn, *args[5] = {name, kernel, bufs, uops, prefix};
+  if (clang_override(s, self, M_RENDER_BODY, &fn) < 0) return NULL;
+  return pool_keep(fn ? PyObject_Vectorcall(fn, args, 5, NULL) : cstyle_render_kernel(s, self, name, kernel, bufs, uops, prefix));
 }
 
-/* the function: "void name(args, int core_id) {\n<lines>\n}", after the prefix lines when given. Pooled. */
-static PyObject *render_function(PyObject *name, PyObject *kernel, PyObject *bufs, PyObject *prefix) {
-  PyObject *args = pool_keep(PyList_New(0)), *comma = pool_keep(PyUnicode_FromString(", "));
-  PyObject *seq = args && comma ? pool_keep(PySequence_Fast(bufs, "bufs must be a sequence")) : NULL;
-  if (!seq) return NULL;
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-    PyObject *arg = render_argument(PySequence_Fast_GET_ITEM(seq, i));
-    if (!arg || PyList_Append(args, arg) < 0) return NULL;
-  }
-  PyObject *extra = pool_keep(PyUnicode_FromString(EXTRA_ARG));
-  if (!extra || PyList_Append(args, extra) < 0) return NULL;
-  PyObject *body = join_lines(kernel), *joined = body ? pool_keep(PyUnicode_Join(comma, args)) : NULL;
-  PyObject *prg = joined ? pool_keep(PyUnicode_FromFormat("%s %S(%S) {\n%S\n}", KERNEL_TYPEDEF, name, joined, body)) : NULL;
-  if (!prg || prefix == Py_None) return prg;
-  return (PyObject *)fmt2("%S\n%S", join_lines(prefix), prg);
+/* self._render_entry(function_name, bufs): tinyc's is empty. Pooled. */
+static PyObject *entry_text(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *bufs) {
+  PyObject *fn, *args[2] = {name, bufs};
+  if (clang_override(s, self, M_RENDER_ENTRY, &fn) < 0) return NULL;
+  return fn ? pool_keep(PyObject_Vectorcall(fn, args, 2, NULL)) : str_empty;
 }
 
-/* render_kernel(function_name, kernel, bufs, uops, prefix=None): new reference */
-static PyObject *clang_render_kernel(PyObject *name, PyObject *kernel, PyObject *bufs, PyObject *uops_in, PyObject *prefix) {
-  PyObject *uops = uop_sequence(uops_in);
-  if (!uops) return NULL;
+/* ClangRenderer.render_kernel: "<defines>\n<body>\n<entry>" */
+static PyObject *clang_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                     PyObject *uops, PyObject *prefix) {
   Py_ssize_t mark = pool_mark();
-  PyObject *defines = render_defines(uops), *ret = NULL;
-  PyObject *dtext = defines ? join_lines(defines) : NULL, *fn = dtext ? render_function(name, kernel, bufs, prefix) : NULL;
-  if (fn) ret = PyUnicode_FromFormat("%S\n%S\n", dtext, fn);   /* Clang's _render_entry is empty */
+  PyObject *defines = defines_text(s, self, uops), *body = defines ? body_text(s, self, name, kernel, bufs, uops, prefix) : NULL;
+  PyObject *entry = body ? entry_text(s, self, name, bufs) : NULL;
+  PyObject *ret = entry ? PyUnicode_FromFormat("%S\n%S\n%S", defines, body, entry) : NULL;
   pool_release(mark);
-  Py_XDECREF(defines); Py_DECREF(uops);
   return ret;
 }
 
 /* ================================================================================================
- * ClangRenderer.extra_matcher: Clang's own cast rules, then create_non_native_float_pats((bfloat16,)),
- * pm_manual_bf16_cast and CStyleLanguage's extra_pm, in tinygrad's order
+ * the extra matchers: extra_pm, create_non_native_float_pats, pm_manual_bf16_cast, ClangRenderer's
  * ================================================================================================ */
 
-/* devectorizer.py's no_vectorized_alu: a vector op becomes a VECTORIZE of the op on each lane */
-static UOp *no_vectorized_alu(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *alu = m->alu;
-  int lanes = dtype_vcount(alu->dtype);
-  if (lanes == 1) return NULL;
-  if (alu->op == OP_WHERE && alu->nsrc == 3 && alu->src[2]->arg == Invalid) return NULL;   /* image index: cond.where(idx, Invalid) */
-  UOp **src = PyMem_Malloc(sizeof(UOp *) * (size_t)(alu->nsrc + lanes));
-  if (!src) return (UOp *)PyErr_NoMemory();
-  UOp **per_lane = src + alu->nsrc;
-  for (int i = 0; i < lanes; i++) {
-    for (int j = 0; j < alu->nsrc; j++) src[j] = u_gep(alu->src[j], n_int(i));
-    per_lane[i] = u_new((Op)alu->op, dtype_scalar(alu->dtype), src, alu->nsrc, alu->arg);
-  }
-  UOp *ret = u_new(OP_VECTORIZE, alu->dtype, per_lane, lanes, NULL);
-  PyMem_Free(src);
-  return ret;
-}
+/* CStyleLanguage.extra_matcher: bools, casts from bool and wheres are never vectors */
+static const RuleDef extra_pm_defs[] = {
+  R("UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST, Ops.INDEX), dtype=dtypes.bool, name='alu')", no_vectorized_alu),
+  R("UPat(Ops.CAST, src=(UPat(dtype=dtypes.bool),), name='alu')", no_vectorized_alu),
+  R("UPat(Ops.WHERE, name='alu')", no_vectorized_alu),
+};
 
 /* a cast that LLVM would lower to a libcall goes through float32 first */
-static UOp *cast_via_float32(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *cast = m->slot[SLOT_cast_root];
-  return u_cast(u_cast(m->x, DTYPE(FLOAT32)), cast->dtype);
+RULE(cast_via_float32, cast_root, x) {
+  UOp *cast = cast_root;
+  return u_cast(u_cast(x, DTYPE(FLOAT32)), cast->dtype);
 }
 
-/* a bfloat16 where selects in float and casts back */
-static UOp *bf16_where(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *src[3] = {m->b, u_cast(m->x, DTYPE(FLOAT32)), u_cast(m->y, DTYPE(FLOAT32))};
-  return u_cast(u_new(OP_WHERE, DTYPE(FLOAT32), src, 3, NULL), m->x->dtype);
+/* a where on a non-native float selects in float and casts back */
+RULE(non_native_where, b, x, y) {
+  UOp *src[3] = {b, u_cast(x, DTYPE(FLOAT32)), u_cast(y, DTYPE(FLOAT32))};
+  return u_cast(u_new(OP_WHERE, DTYPE(FLOAT32), src, 3, NULL), x->dtype);
 }
 
-/* a bfloat16 ALU op computes in float and casts back */
-static UOp *bf16_alu(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *x = m->x, *src[4];
+/* an ALU op on a non-native float computes in float and casts back */
+RULE(non_native_alu, x) {
+  UOp *src[4];
   if (x->nsrc > 4) return (UOp *)PyErr_Format(PyExc_ValueError, "an ALU op with %d sources", x->nsrc);
   for (int i = 0; i < x->nsrc; i++) src[i] = u_cast(x->src[i], DTYPE(FLOAT32));
   return u_cast(u_new((Op)x->op, DTYPE(FLOAT32), src, x->nsrc, x->arg), x->dtype);
 }
 
-/* a comparison of bfloat16s compares floats */
-static UOp *bf16_compare(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  UOp *src[2] = {u_cast(m->x, DTYPE(FLOAT32)), u_cast(m->y, DTYPE(FLOAT32))};
-  return u_new((Op)m->alu->op, DTYPE(BOOL), src, 2, m->alu->arg);
+/* a comparison of non-native floats compares floats */
+RULE(non_native_compare, x, y, alu) {
+  UOp *src[2] = {u_cast(x, DTYPE(FLOAT32)), u_cast(y, DTYPE(FLOAT32))};
+  return u_new((Op)alu->op, DTYPE(BOOL), src, 2, alu->arg);
 }
 
-/* a cast to bfloat16 from anything but float goes through float */
-static UOp *bf16_cast_to(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return m->x->dtype == DTYPE(FLOAT32) ? NULL : u_cast(u_cast(m->x, DTYPE(FLOAT32)), m->y->dtype);
+/* a cast to a non-native float from anything but float goes through float */
+RULE(cast_through_float_to, x, y) {
+  return x->dtype == DTYPE(FLOAT32) ? NULL : u_cast(u_cast(x, DTYPE(FLOAT32)), y->dtype);
 }
 
-/* a cast from bfloat16 to anything but float goes through float */
-static UOp *bf16_cast_from(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return m->x->dtype == DTYPE(FLOAT32) ? NULL : u_cast(u_cast(m->y, DTYPE(FLOAT32)), m->x->dtype);
+/* a cast from a non-native float to anything but float goes through float */
+RULE(cast_through_float_from, x, y) {
+  return x->dtype == DTYPE(FLOAT32) ? NULL : u_cast(u_cast(y, DTYPE(FLOAT32)), x->dtype);
 }
 
 static UOp *u_bitcast(UOp *x, DType *dt) { return x ? u_new(OP_BITCAST, dt, &x, 1, NULL) : NULL; }
 
 /* bfloat16 -> float: the 16 bits become the high half of a float's bits */
-static UOp *bf16_to_float(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  return u_bitcast(u_binop(OP_SHL, u_cast(u_bitcast(m->x, DTYPE(UINT16)), DTYPE(UINT32)), n_int(16)), DTYPE(FLOAT32));
+RULE(bf16_to_float, x) {
+  return u_bitcast(u_binop(OP_SHL, u_cast(u_bitcast(x, DTYPE(UINT16)), DTYPE(UINT32)), n_int(16)), DTYPE(FLOAT32));
 }
 
 /* float -> bfloat16 with round-to-nearest-even; nan keeps a mantissa bit, inf stays inf (cast_float_to_bf16) */
-static UOp *float_to_bf16(Captures *m, PyObject *ctx) {
-  UNUSED(ctx);
-  if (m->x->dtype != DTYPE(FLOAT32)) return (UOp *)PyErr_Format(PyExc_AssertionError, "cast float -> bf16 must start with float");
-  UOp *x = u_bitcast(m->x, DTYPE(UINT32));
-  UOp *finite = u_binop(OP_CMPNE, u_binop(OP_AND, u_neg(x), n_int(0x7f800000)), n_int(0));
-  UOp *rounded = u_binop(OP_ADD, u_add(x, u_binop(OP_AND, u_binop(OP_SHR, x, n_int(16)), n_int(1))), n_int(0x7fff));
-  UOp *nan_keep = u_where(u_binop(OP_CMPNE, u_binop(OP_AND, x, n_int(0xffff)), n_int(0)), u_binop(OP_OR, x, n_int(0x10000)), x);
+RULE(float_to_bf16, x) {
+  if (x->dtype != DTYPE(FLOAT32)) return (UOp *)PyErr_Format(PyExc_AssertionError, "cast float -> bf16 must start with float");
+  UOp *bits32 = u_bitcast(x, DTYPE(UINT32));
+  UOp *finite = u_binop(OP_CMPNE, u_binop(OP_AND, u_neg(bits32), n_int(0x7f800000)), n_int(0));
+  UOp *rounded = u_binop(OP_ADD, u_add(bits32, u_binop(OP_AND, u_binop(OP_SHR, bits32, n_int(16)), n_int(1))), n_int(0x7fff));
+  UOp *nan_keep = u_where(u_binop(OP_CMPNE, u_binop(OP_AND, bits32, n_int(0xffff)), n_int(0)), u_binop(OP_OR, bits32, n_int(0x10000)), bits32);
   UOp *bits = u_where(finite, rounded, nan_keep);
   return u_bitcast(u_cast(u_binop(OP_SHR, bits, n_int(16)), DTYPE(UINT16)), DTYPE(BFLOAT16));
 }
 
-static const RuleDef clang_extra_matcher_defs[] = {
-  /* ClangRenderer's own */
-  {"UPat.var('x', dtypes.float64).cast(dtypes.float16, name='cast_root')", cast_via_float32},
-  {"UPat.var('x', dtypes.float64).cast(dtypes.bfloat16, name='cast_root')", cast_via_float32},
-  {"UPat.var('x', dtypes.bfloat16).cast(dtypes.float16, name='cast_root')", cast_via_float32},
-  {"UPat((Ops.SQRT, Ops.TRUNC), name='alu')", no_vectorized_alu},
-  /* create_non_native_float_pats((dtypes.bfloat16,)) */
-  {"UPat(Ops.WHERE, src=(UPat.var('b'), UPat.var('x', dtype=(dtypes.bfloat16,)), UPat.var('y', dtype=(dtypes.bfloat16,))))", bf16_where},
-  {"UPat(GroupOp.ALU, dtype=(dtypes.bfloat16,), name='x')", bf16_alu},
-  {"UPat(GroupOp.ALU, dtypes.bool, name='alu', src=(UPat.var('x', dtype=(dtypes.bfloat16,)), UPat.var('y', dtype=(dtypes.bfloat16,))))",
-   bf16_compare},
-  {"UPat(Ops.CAST, (dtypes.bfloat16,), (UPat.var('x'),), name='y')", bf16_cast_to},
-  {"UPat(Ops.CAST, name='x', src=(UPat.var('y', (dtypes.bfloat16,)),))", bf16_cast_from},
-  /* pm_manual_bf16_cast */
-  {"UPat(Ops.CAST, dtypes.float, (UPat.var('x', dtypes.bfloat16),))", bf16_to_float},
-  {"UPat(Ops.CAST, dtype=dtypes.bfloat16, src=(UPat.var('x', dtype=dtypes.float),))", float_to_bf16},
-  /* CStyleLanguage.extra_matcher (extra_pm): bools, casts from bool and wheres are never vectors */
-  {"UPat((*GroupOp.ALU, Ops.CAST, Ops.BITCAST, Ops.INDEX), dtype=dtypes.bool, name='alu')", no_vectorized_alu},
-  {"UPat(Ops.CAST, src=(UPat(dtype=dtypes.bool),), name='alu')", no_vectorized_alu},
-  {"UPat(Ops.WHERE, name='alu')", no_vectorized_alu},
+
+/* create_non_native_float_pats: DTS stands for the dtypes, spelled as their repr */
+static const RuleDef non_native_float_defs[] = {
+  R("UPat(Ops.WHERE, src=(UPat.var('b'), UPat.var('x', dtype=DTS), UPat.var('y', dtype=DTS)))", non_native_where),
+  R("UPat(GroupOp.ALU, dtype=DTS, name='x')", non_native_alu),
+  R("UPat(GroupOp.ALU, dtypes.bool, name='alu', src=(UPat.var('x', dtype=DTS), UPat.var('y', dtype=DTS)))", non_native_compare),
+};
+/* ... and with casting=True */
+static const RuleDef non_native_float_cast_defs[] = {
+  R("UPat(Ops.CAST, DTS, (UPat.var('x'),), name='y')", cast_through_float_to),
+  R("UPat(Ops.CAST, name='x', src=(UPat.var('y', DTS),))", cast_through_float_from),
 };
 
-static int init_extra_matcher(void) {
-  SLOT_cast_root = capture_slot("cast_root");
-  if (SLOT_cast_root < 0) return -1;
-  return native_register("clang_extra_matcher", pm_from_defs(clang_extra_matcher_defs, N(clang_extra_matcher_defs)));
+static const RuleDef pm_manual_bf16_cast_defs[] = {
+  R("UPat(Ops.CAST, dtypes.float, (UPat.var('x', dtypes.bfloat16),))", bf16_to_float),
+  R("UPat(Ops.CAST, dtype=dtypes.bfloat16, src=(UPat.var('x', dtype=dtypes.float),))", float_to_bf16),
+};
+
+/* ClangRenderer's own: casts clang would lower to a libcall (no native double/bfloat16 -> half on most CPUs) go through float */
+static const RuleDef clang_extra_defs[] = {
+  R("UPat.var('x', dtypes.float64).cast(dtypes.float16, name='cast_root')", cast_via_float32),
+  R("UPat.var('x', dtypes.float64).cast(dtypes.bfloat16, name='cast_root')", cast_via_float32),
+  R("UPat.var('x', dtypes.bfloat16).cast(dtypes.float16, name='cast_root')", cast_via_float32),
+  R("UPat((Ops.SQRT, Ops.TRUNC), name='alu')", no_vectorized_alu),
+};
+
+/* pm_from_defs with DTS in every pattern spelled as `spelled` */
+static PatternMatcher *pm_for_dtypes(const RuleDef *defs, int n, PyObject *spelled) {
+  RuleDef mine[8];
+  PyObject *texts = PyList_New(0), *dts = PyUnicode_FromString("DTS");   /* texts keeps the patterns' UTF-8 alive */
+  PatternMatcher *pm = NULL;
+  if (n > N(mine)) PyErr_SetString(PyExc_SystemError, "pm_for_dtypes: too many rules");
+  for (int i = 0; i < n && texts && dts && !PyErr_Occurred(); i++) {
+    PyObject *p = PyUnicode_FromString(defs[i].pattern), *q = p ? PyUnicode_Replace(p, dts, spelled, -1) : NULL;
+    const char *utf8 = q && PyList_Append(texts, q) == 0 ? PyUnicode_AsUTF8(q) : NULL;
+    Py_XDECREF(p); Py_XDECREF(q);
+    mine[i] = (RuleDef){utf8, defs[i].fn, defs[i].reads, defs[i].name};
+  }
+  if (texts && dts && !PyErr_Occurred()) pm = pm_from_defs(mine, n);
+  Py_XDECREF(texts); Py_XDECREF(dts);
+  return pm;
+}
+
+/* create_non_native_float_pats(dts, casting=True): the rules that compute in float what the dtypes (a tuple of DTypes, or one)
+ * cannot; a new reference */
+static PatternMatcher *create_non_native_float_pats(PyObject *dts, bool casting) {
+  bool ok = DType_Check(dts) || PyTuple_Check(dts);
+  for (Py_ssize_t i = 0; ok && PyTuple_Check(dts) && i < PyTuple_GET_SIZE(dts); i++) ok = DType_Check(PyTuple_GET_ITEM(dts, i));
+  if (!ok) return (PatternMatcher *)PyErr_Format(PyExc_TypeError, "create_non_native_float_pats needs a tuple of DTypes, not %R", dts);
+  PyObject *spelled = PyObject_Repr(dts);
+  PatternMatcher *pm = spelled ? pm_for_dtypes(non_native_float_defs, N(non_native_float_defs), spelled) : NULL;
+  PatternMatcher *cast = pm && casting ? pm_for_dtypes(non_native_float_cast_defs, N(non_native_float_cast_defs), spelled) : NULL;
+  if (cast) Py_SETREF(pm, pm_concat(pm, cast));
+  else if (casting) Py_CLEAR(pm);
+  Py_XDECREF(cast); Py_XDECREF(spelled);
+  return pm;
+}
+
+static PyObject *py_create_non_native_float_pats(PyObject *mod, PyObject *args, PyObject *kw) {
+  UNUSED(mod);
+  static char *kwlist[] = {"dts", "casting", NULL};
+  PyObject *dts;
+  int casting = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|p:create_non_native_float_pats", kwlist, &dts, &casting)) return NULL;
+  return (PyObject *)create_non_native_float_pats(dts, casting);
+}
+
+/* pm concatenated with the registered rule set `name`: steals pm, a new reference */
+static PatternMatcher *then(PatternMatcher *pm, const char *name) {
+  PatternMatcher *next = native_get(name), *ret = pm && next ? pm_concat(pm, next) : NULL;
+  if (pm && !next) PyErr_Format(PyExc_RuntimeError, "the native rule set %s is missing", name);
+  Py_XDECREF(pm);
+  return ret;
+}
+
+/* base_rewrite, extra_pm, pm_manual_bf16_cast and ClangRenderer.extra_matcher: its own rules
+ * + create_non_native_float_pats((dtypes.bfloat16,)) + pm_manual_bf16_cast + CStyleLanguage.extra_matcher, as tinygrad's */
+static int init_matchers(void) {
+  if (native_register("base_rewrite", pm_from_defs(base_rewrite_defs, N(base_rewrite_defs))) < 0 ||
+      native_register("extra_pm", pm_from_defs(extra_pm_defs, N(extra_pm_defs))) < 0 ||
+      native_register("pm_manual_bf16_cast", pm_from_defs(pm_manual_bf16_cast_defs, N(pm_manual_bf16_cast_defs))) < 0)
+    return -1;
+  PyObject *bf16 = PyTuple_Pack(1, (PyObject *)DTYPE(BFLOAT16));
+  PatternMatcher *own = pm_from_defs(clang_extra_defs, N(clang_extra_defs)), *non_native = bf16 ? create_non_native_float_pats(bf16, true) : NULL;
+  PatternMatcher *clang = own && non_native ? pm_concat(own, non_native) : NULL;
+  Py_XDECREF(bf16); Py_XDECREF(own); Py_XDECREF(non_native);
+  return native_register("clang_extra_matcher", then(then(clang, "pm_manual_bf16_cast"), "extra_pm"));
 }
 
 /* ================================================================================================
- * the Python types: Renderer (renderer/__init__.py) and ClangRenderer
+ * the Python types: CStyleLanguage, ClangRenderer, ClangJITRenderer
  * ================================================================================================ */
 
-static void Renderer_dealloc(RendererObject *self) {
-  Py_XDECREF(self->dict); Py_XDECREF(self->r);
-  Py_TYPE(self)->tp_free((PyObject *)self);
+/* render(uops): render_kernel(*_render(uops), uops), each the subclass's where it overrides them; both read this render's settings */
+static PyObject *CStyle_render(PyObject *self, PyObject *uops) {
+  CStyleObject *o = (CStyleObject *)self;
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp), *outer = o->settings;
+  if (!s) return NULL;
+  o->settings = s;
+  PyObject *ret = NULL, *parts = s->_render ? PyObject_CallOneArg(s->_render, uops) : render_lines(o, s, uops);
+  if (parts && s->_render) Py_SETREF(parts, PySequence_Tuple(parts));
+  if (parts && PyTuple_GET_SIZE(parts) != 3) PyErr_Format(PyExc_TypeError, "_render must return (name, kernel, bufs)");
+  else if (parts) {
+    PyObject *args[4] = {PyTuple_GET_ITEM(parts, 0), PyTuple_GET_ITEM(parts, 1), PyTuple_GET_ITEM(parts, 2), uops};
+    ret = s->render_kernel ? PyObject_Vectorcall(s->render_kernel, args, 4, NULL) : s->lang->render_kernel(s, self, args[0], args[1], args[2], uops, Py_None);
+  }
+  Py_XDECREF(parts);
+  o->settings = outer;
+  settings_release(s, &tmp);
+  return ret;
 }
 
-/* self[key]: the text rendered for a node during a render (tinygrad's self.r[key]) */
-static PyObject *Renderer_getitem(RendererObject *self, PyObject *key) {
-  if (!self->r) return PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute 'r'", Py_TYPE(self)->tp_name);
-  return PyObject_GetItem(self->r, key);
-}
-static PyMappingMethods Renderer_as_mapping = {NULL, (binaryfunc)Renderer_getitem, NULL};
-
-static PyObject *Renderer_render(PyObject *self, PyObject *uops) {
-  UNUSED(self); UNUSED(uops);
-  PyErr_SetString(PyExc_NotImplementedError, "needs a renderer");
-  return NULL;
-}
-static PyObject *Renderer_aux(PyObject *self, PyObject *uops) {
-  UNUSED(self); UNUSED(uops);
-  PyErr_SetString(PyExc_NotImplementedError, "needs aux");
-  return NULL;
-}
-/* a renderer pickles as its class: (cls, ()) */
-static PyObject *Renderer_reduce(PyObject *self, PyObject *unused) {
-  UNUSED(unused);
-  return Py_BuildValue("(O())", (PyObject *)Py_TYPE(self));
+static PyObject *CStyle__render(PyObject *self, PyObject *uops) {
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp);
+  PyObject *ret = s ? render_lines((CStyleObject *)self, s, uops) : NULL;
+  settings_release(s, &tmp);
+  return ret;
 }
 
-static PyMethodDef Renderer_methods[] = {
-  {"render", Renderer_render, METH_O, "render(uops) -> the kernel's source"},
-  {"aux", Renderer_aux, METH_O, "additional program info"},
-  {"__reduce__", Renderer_reduce, METH_NOARGS, NULL},
+static char *render_kernel_kwlist[] = {"function_name", "kernel", "bufs", "uops", "prefix", NULL};
+static char *render_body_kwlist[] = {"function_name", "kernel", "bufs", "uops", "pref", NULL};   /* _render_body's name for prefix */
+
+/* render_kernel(function_name, kernel, bufs, uops, prefix=None) by fn */
+static PyObject *render_kernel_method(PyObject *self, PyObject *args, PyObject *kw, const char *format, char **kwlist, RenderKernelFn fn) {
+  PyObject *name, *kernel, *bufs, *uops, *prefix = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, format, kwlist, &name, &kernel, &bufs, &uops, &prefix)) return NULL;
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp);
+  PyObject *ret = s ? fn(s, self, name, kernel, bufs, uops, prefix) : NULL;
+  settings_release(s, &tmp);
+  return ret;
+}
+static PyObject *CStyle_render_kernel(PyObject *self, PyObject *args, PyObject *kw) {
+  return render_kernel_method(self, args, kw, "OOOO|O:render_kernel", render_kernel_kwlist, cstyle_render_kernel);
+}
+
+/* a method on one DType: fn(settings, dt), a new reference */
+static PyObject *dtype_method(PyObject *self, PyObject *dt, PyObject *(*fn)(CStyleSettings *, DType *)) {
+  if (!DType_Check(dt)) return PyErr_Format(PyExc_TypeError, "a DType is needed, not %.100s", Py_TYPE(dt)->tp_name);
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp);
+  Py_ssize_t mark = pool_mark();
+  PyObject *ret = s ? fn(s, (DType *)dt) : NULL;
+  pool_release(mark);
+  settings_release(s, &tmp);
+  return ret;
+}
+
+static PyObject *CStyle_render_dtype(PyObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"dt", "mutable", NULL};
+  PyObject *dt, *mutable_ = Py_True;   /* only images (none in tinyc) render by it */
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:render_dtype", kwlist, &dt, &mutable_)) return NULL;
+  return dtype_method(self, dt, render_dtype);
+}
+
+static PyObject *CStyle_render_cast(PyObject *self, PyObject *args) {
+  PyObject *dt, *val;
+  if (!PyArg_ParseTuple(args, "O!O:render_cast", &DType_Type, &dt, &val)) return NULL;
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp);
+  Py_ssize_t mark = pool_mark();
+  PyObject *ret = s ? (PyObject *)fmt2("(%S)(%S)", dtype_text(s, (DType *)dt), val) : NULL;
+  Py_XINCREF(ret);
+  pool_release(mark);
+  settings_release(s, &tmp);
+  return ret;
+}
+
+static PyMethodDef CStyle_methods[] = {
+  {"render", (PyCFunction)CStyle_render, METH_O, "render(uops) -> the kernel's source: render_kernel(*_render(uops), uops)"},
+  {"_render", (PyCFunction)CStyle__render, METH_O, "_render(uops) -> (name, kernel lines, bufs)"},
+  {"render_kernel", (PyCFunction)(void (*)(void))CStyle_render_kernel, METH_VARARGS | METH_KEYWORDS,
+   "render_kernel(function_name, kernel, bufs, uops, prefix=None) -> the kernel function's text"},
+  {"render_dtype", (PyCFunction)(void (*)(void))CStyle_render_dtype, METH_VARARGS | METH_KEYWORDS, "render_dtype(dt, mutable=True) -> the C type"},
+  {"render_cast", CStyle_render_cast, METH_VARARGS, "render_cast(dt, val) -> '(type)(val)'"},
   {NULL, NULL, 0, NULL},
 };
 
-PyTypeObject Renderer_Type = {
+PyTypeObject CStyleLanguage_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
-  .tp_name = "tinyc.Renderer",
-  .tp_basicsize = sizeof(RendererObject),
-  .tp_dealloc = (destructor)Renderer_dealloc,
-  .tp_as_mapping = &Renderer_as_mapping,
+  .tp_name = "tinyc.CStyleLanguage",
+  .tp_basicsize = sizeof(CStyleObject),
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-  .tp_doc = "tinygrad's Renderer: the settings of a code generator and render(uops) -> source",
-  .tp_methods = Renderer_methods,
-  .tp_dictoffset = offsetof(RendererObject, dict),
+  .tp_doc = "tinygrad's CStyleLanguage: the settings of a C-style language, rendered by one loop",
+  .tp_methods = CStyle_methods,
+  .tp_base = &Renderer_Type,
   .tp_new = PyType_GenericNew,
 };
 
-/* render(uops): the C source of the kernel, as tinygrad's ClangRenderer().render(uops) */
-static PyObject *Clang_render(RendererObject *self, PyObject *uops) {
-  PyObject *parts = Renderer__render(self, uops);
-  if (!parts) return NULL;
-  PyObject *ret = clang_render_kernel(PyTuple_GET_ITEM(parts, 0), PyTuple_GET_ITEM(parts, 1), PyTuple_GET_ITEM(parts, 2), uops, Py_None);
-  Py_DECREF(parts);
-  return ret;
-}
-
 static PyObject *Clang_render_kernel(PyObject *self, PyObject *args, PyObject *kw) {
-  UNUSED(self);
-  static char *kwlist[] = {"function_name", "kernel", "bufs", "uops", "prefix", NULL};
-  PyObject *name, *kernel, *bufs, *uops, *prefix = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|O:render_kernel", kwlist, &name, &kernel, &bufs, &uops, &prefix)) return NULL;
-  return clang_render_kernel(name, kernel, bufs, uops, prefix);
+  return render_kernel_method(self, args, kw, "OOOO|O:render_kernel", render_kernel_kwlist, clang_render_kernel);
 }
-
-static PyObject *Clang_render_dtype(PyObject *self, PyObject *args, PyObject *kw) {
-  UNUSED(self);
-  static char *kwlist[] = {"dt", "mutable", NULL};
-  PyObject *dt;
-  int mutable_ = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|p:render_dtype", kwlist, &DType_Type, &dt, &mutable_)) return NULL;
-  return render_dtype((DType *)dt);
+static PyObject *Clang__render_body(PyObject *self, PyObject *args, PyObject *kw) {
+  return render_kernel_method(self, args, kw, "OOOO|O:_render_body", render_body_kwlist, cstyle_render_kernel);
 }
-
-static PyObject *Clang_render_cast(PyObject *self, PyObject *args) {
+static PyObject *Clang__render_entry(PyObject *self, PyObject *args, PyObject *kw) {
   UNUSED(self);
-  PyObject *dt, *val;
-  if (!PyArg_ParseTuple(args, "O!U:render_cast", &DType_Type, &dt, &val)) return NULL;
+  static char *kwlist[] = {"function_name", "bufs", NULL};
+  PyObject *name, *bufs;
+  return PyArg_ParseTupleAndKeywords(args, kw, "OO:_render_entry", kwlist, &name, &bufs) ? Py_NewRef(str_empty) : NULL;
+}
+static PyObject *Clang__render_defines(PyObject *self, PyObject *uops) {
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp);
   Py_ssize_t mark = pool_mark();
-  PyObject *ret = Py_XNewRef(render_cast((DType *)dt, val));
+  PyObject *ret = s ? clang_render_defines(s, self, uops) : NULL;
   pool_release(mark);
+  settings_release(s, &tmp);
   return ret;
 }
-
-static PyObject *Clang_render_vector_prefix(PyObject *self, PyObject *dt) {
-  UNUSED(self);
-  if (!DType_Check(dt)) return PyErr_Format(PyExc_TypeError, "render_vector_prefix needs a DType");
-  return render_vector_prefix((DType *)dt);
-}
+static PyObject *Clang_render_vector_prefix(PyObject *self, PyObject *dt) { return dtype_method(self, dt, render_vector_prefix); }
 
 static PyMethodDef Clang_methods[] = {
-  {"render", (PyCFunction)Clang_render, METH_O, "render(uops) -> the kernel's C source"},
-  {"_render", (PyCFunction)Renderer__render, METH_O, "_render(uops) -> (name, kernel lines, bufs)"},
-  {"render_kernel", (PyCFunction)(void (*)(void))Clang_render_kernel, METH_VARARGS | METH_KEYWORDS, NULL},
-  {"render_dtype", (PyCFunction)(void (*)(void))Clang_render_dtype, METH_VARARGS | METH_KEYWORDS, NULL},
-  {"render_cast", Clang_render_cast, METH_VARARGS, NULL},
-  {"render_vector_prefix", Clang_render_vector_prefix, METH_O, NULL},
+  {"render_kernel", (PyCFunction)(void (*)(void))Clang_render_kernel, METH_VARARGS | METH_KEYWORDS,
+   "render_kernel(function_name, kernel, bufs, uops, prefix=None): _render_defines, _render_body, _render_entry"},
+  {"render_vector_prefix", Clang_render_vector_prefix, METH_O, "render_vector_prefix(dt) -> the typedef of a vector dtype"},
+  {"_render_defines", Clang__render_defines, METH_O, "_render_defines(uops) -> the vector typedefs the uops need"},
+  {"_render_body", (PyCFunction)(void (*)(void))Clang__render_body, METH_VARARGS | METH_KEYWORDS,
+   "_render_body(function_name, kernel, bufs, uops, pref=None): CStyleLanguage's render_kernel"},
+  {"_render_entry", (PyCFunction)(void (*)(void))Clang__render_entry, METH_VARARGS | METH_KEYWORDS, "_render_entry(function_name, bufs) -> ''"},
   {NULL, NULL, 0, NULL},
 };
 
 PyTypeObject ClangRenderer_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.ClangRenderer",
-  .tp_basicsize = sizeof(RendererObject),
-  .tp_dealloc = (destructor)Renderer_dealloc,
+  .tp_basicsize = sizeof(CStyleObject),
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
   .tp_doc = "tinygrad's ClangRenderer: C source for the CPU device",
   .tp_methods = Clang_methods,
-  .tp_base = &Renderer_Type,
+  .tp_base = &CStyleLanguage_Type,
   .tp_new = PyType_GenericNew,
 };
 
-/* ---- class attributes ---- */
-
-/* set one class attribute, stealing v */
-static int set_attr(PyTypeObject *t, const char *name, PyObject *v) {
-  int rc = v ? PyDict_SetItemString(t->tp_dict, name, v) : -1;
-  Py_XDECREF(v);
+/* ClangJITRenderer(): a ClangRenderer that compiles, its compiler a new ClangCompiler. The compiler lives in the device layer,
+ * above this one, so its type is looked up by name in tinyc._C when one is made. */
+static int ClangJIT_init(PyObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kw, ":ClangJITRenderer", kwlist)) return -1;
+  PyObject *mod = PyImport_ImportModule("tinyc._C"), *cls = mod ? PyObject_GetAttrString(mod, "ClangCompiler") : NULL;
+  PyObject *compiler = cls ? PyObject_CallNoArgs(cls) : NULL;
+  int rc = compiler ? PyObject_SetAttrString(self, "compiler", compiler) : -1;
+  Py_XDECREF(mod); Py_XDECREF(cls); Py_XDECREF(compiler);
   return rc;
 }
 
-static PyObject *int_tuple3(long a, long b, long c) { return Py_BuildValue("(lll)", a, b, c); }
+PyTypeObject ClangJITRenderer_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.ClangJITRenderer",
+  .tp_basicsize = sizeof(CStyleObject),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_doc = "tinygrad's ClangJITRenderer: a ClangRenderer with a ClangCompiler",
+  .tp_base = &ClangRenderer_Type,
+  .tp_init = ClangJIT_init,
+  .tp_new = PyType_GenericNew,
+};
 
-static int init_renderer_attrs(PyTypeObject *t) {
-  return set_attr(t, "device", PyUnicode_FromString("")) < 0 || set_attr(t, "suffix", PyUnicode_FromString("")) < 0 ||
-    set_attr(t, "supports_float4", Py_NewRef(Py_True)) < 0 || set_attr(t, "has_local", Py_NewRef(Py_True)) < 0 ||
-    set_attr(t, "has_threads", Py_NewRef(Py_False)) < 0 || set_attr(t, "has_shared", Py_NewRef(Py_True)) < 0 ||
-    set_attr(t, "has_aux", Py_NewRef(Py_False)) < 0 || set_attr(t, "global_max", int_tuple3(0x8FFFFFFF, 0x8FFFFFFF, 0x8FFFFFFF)) < 0 ||
-    set_attr(t, "local_max", int_tuple3(0x8FFFFFFF, 0x8FFFFFFF, 0x8FFFFFFF)) < 0 || set_attr(t, "shared_max", PyLong_FromLong(32768)) < 0 ||
-    set_attr(t, "tensor_cores", PyTuple_New(0)) < 0 || set_attr(t, "pre_matcher", Py_NewRef(Py_None)) < 0 ||
-    set_attr(t, "extra_matcher", Py_NewRef(Py_None)) < 0 || set_attr(t, "code_for_op", PyDict_New()) < 0 ||
-    set_attr(t, "compiler", Py_NewRef(Py_None)) < 0 ? -1 : 0;
+/* ---- class attributes, from the tables ---- */
+
+/* code_for_op from a table, checked: each template takes as many operands as its op */
+static PyObject *code_for_op_dict(const OpCode *codes) {
+  PyObject *d = PyDict_New();
+  for (const OpCode *c = codes; d && c->op != OP_NONE; c++) {
+    if (template_arity(c->code) != op_arity(c->op) || (c->code_f64 && template_arity(c->code_f64) != op_arity(c->op))) {
+      PyErr_Format(PyExc_SystemError, "the code_for_op template of Ops.%s does not take %d operands", op_names[c->op], op_arity(c->op));
+      Py_CLEAR(d);
+      break;
+    }
+    PyObject *fn = native_code(c, NULL);
+    if (!fn || PyDict_SetItem(d, ops_members[c->op], fn) < 0) Py_CLEAR(d);
+    Py_XDECREF(fn);
+  }
+  return d;
+}
+
+static PyObject *workitem_dict(const WorkitemCode *codes) {
+  PyObject *d = PyDict_New();
+  for (const WorkitemCode *w = codes; d && w->kind; w++) {
+    if (template_arity(w->code) > 3) {   /* workitem_text passes the dimension three times */
+      PyErr_Format(PyExc_SystemError, "the code_for_workitem template of %s uses its dimension more than three times", w->kind);
+      Py_CLEAR(d);
+      break;
+    }
+    PyObject *fn = native_code(NULL, w);
+    if (!fn || PyDict_SetItemString(d, w->kind, fn) < 0) Py_CLEAR(d);
+    Py_XDECREF(fn);
+  }
+  return d;
+}
+
+static PyObject *type_map_dict(const TypeName *names) {
+  PyObject *d = PyDict_New();
+  for (const TypeName *t = names; d && t->name; t++) {
+    PyObject *name = PyUnicode_FromString(t->name);
+    if (!name || PyDict_SetItem(d, (PyObject *)scalar_dtypes[t->dtype], name) < 0) Py_CLEAR(d);
+    Py_XDECREF(name);
+  }
+  return d;
+}
+
+static PyObject *str_list(const char *const *strs) {
+  PyObject *l = PyList_New(0);
+  for (; l && *strs; strs++) {
+    PyObject *s = PyUnicode_FromString(*strs);
+    if (!s || PyList_Append(l, s) < 0) Py_CLEAR(l);
+    Py_XDECREF(s);
+  }
+  return l;
+}
+
+static PyObject *registered(const char *name) {
+  PyObject *pm = (PyObject *)native_get(name);
+  return pm ? Py_NewRef(pm) : PyErr_Format(PyExc_RuntimeError, "the native rule set %s is missing", name);
+}
+
+/* a language's table as the class attributes of its type */
+static int language_attrs(PyTypeObject *t, const CStyleLanguageDef *d) {
+  return renderer_set_attr(t, "kernel_typedef", PyUnicode_FromString(d->kernel_typedef)) < 0 ||
+    renderer_set_attr(t, "buffer_prefix", PyUnicode_FromString(d->buffer_prefix)) < 0 ||
+    renderer_set_attr(t, "buffer_suffix", PyUnicode_FromString(d->buffer_suffix)) < 0 ||
+    renderer_set_attr(t, "smem_align", PyUnicode_FromString(d->smem_align)) < 0 ||
+    renderer_set_attr(t, "smem_prefix", PyUnicode_FromString(d->smem_prefix)) < 0 ||
+    renderer_set_attr(t, "smem_prefix_for_cast", PyBool_FromLong(d->smem_prefix_for_cast)) < 0 ||
+    renderer_set_attr(t, "arg_int_prefix", PyUnicode_FromString(d->arg_int_prefix)) < 0 ||
+    renderer_set_attr(t, "barrier", PyUnicode_FromString(d->barrier)) < 0 ||
+    renderer_set_attr(t, "code_for_workitem", workitem_dict(d->code_for_workitem)) < 0 ||
+    renderer_set_attr(t, "extra_args", str_list(d->extra_args)) < 0 ||
+    renderer_set_attr(t, "float4", d->float4 ? PyUnicode_FromString(d->float4) : Py_NewRef(Py_None)) < 0 ||
+    renderer_set_attr(t, "float4_style", Py_BuildValue("(ss)", d->float4_style[0], d->float4_style[1])) < 0 ||
+    renderer_set_attr(t, "gep_arr_threshold", PyLong_FromLong(d->gep_arr_threshold)) < 0 ||
+    renderer_set_attr(t, "type_map", type_map_dict(d->type_map)) < 0 ||
+    renderer_set_attr(t, "infinity", PyUnicode_FromString(d->infinity)) < 0 || renderer_set_attr(t, "nan", PyUnicode_FromString(d->nan)) < 0 ||
+    renderer_set_attr(t, "code_for_op", code_for_op_dict(d->code_for_op)) < 0 ||
+    renderer_set_attr(t, "string_rewrite", registered(d->string_rewrite)) < 0 ||
+    renderer_set_attr(t, "extra_matcher", registered(d->extra_matcher)) < 0 ? -1 : 0;
 }
 
 /* CPU_COUNT: the env setting, else the cores this process may run on (at least 1) */
@@ -1002,43 +1598,57 @@ static long cpu_count(void) {
   return n > 1 ? (long)n : 1;
 }
 
-/* Clang's code_for_op, in tinygrad's key order, each value a callable (*operand texts, dtype) -> text */
-static PyObject *clang_code_for_op_dict(void) {
-  static const Op keys[] = {OP_SQRT, OP_NEG, OP_AND, OP_XOR, OP_OR, OP_ADD, OP_SUB, OP_MUL, OP_MOD, OP_IDIV, OP_CMPNE, OP_SHR,
-                            OP_SHL, OP_CMPLT, OP_WHERE, OP_CMPEQ, OP_TRUNC, OP_FDIV};
-  PyObject *d = PyDict_New();
-  for (size_t i = 0; d && i < sizeof(keys) / sizeof(keys[0]); i++) {
-    PyObject *fn = PyCFunction_New(&code_for_op_def, ops_members[keys[i]]);
-    if (!fn || PyDict_SetItem(d, ops_members[keys[i]], fn) < 0) { Py_XDECREF(fn); Py_CLEAR(d); break; }
-    Py_DECREF(fn);
-  }
-  return d;
+/* ClangRenderer's Renderer attributes: the CPU device, no local memory, threads unless THREADS=0, a thread per core */
+static int clang_renderer_attrs(PyTypeObject *t) {
+  return renderer_set_attr(t, "device", PyUnicode_FromString("CPU")) < 0 || renderer_set_attr(t, "has_local", Py_NewRef(Py_False)) < 0 ||
+    renderer_set_attr(t, "has_threads", PyBool_FromLong(env_long("THREADS", 1) != 0)) < 0 ||
+    renderer_set_attr(t, "global_max", renderer_int_tuple3(cpu_count(), 0, 0)) < 0 ? -1 : 0;
 }
 
-static int init_clang_attrs(PyTypeObject *t) {
-  PyObject *extra = (PyObject *)native_get("clang_extra_matcher");
-  return set_attr(t, "device", PyUnicode_FromString("CPU")) < 0 || set_attr(t, "has_local", Py_NewRef(Py_False)) < 0 ||
-    set_attr(t, "has_threads", PyBool_FromLong(env_long("THREADS", 1) != 0)) < 0 ||
-    set_attr(t, "global_max", int_tuple3(cpu_count(), 0, 0)) < 0 || set_attr(t, "code_for_op", clang_code_for_op_dict()) < 0 ||
-    set_attr(t, "extra_matcher", Py_NewRef(extra ? extra : Py_None)) < 0 ||
-    set_attr(t, "string_rewrite", Py_NewRef((PyObject *)native_get("cstyle_base_rewrite"))) < 0 ||
-    set_attr(t, "kernel_typedef", PyUnicode_FromString(KERNEL_TYPEDEF)) < 0 || set_attr(t, "buffer_prefix", PyUnicode_FromString("")) < 0 ||
-    set_attr(t, "buffer_suffix", PyUnicode_FromString(BUFFER_SUFFIX)) < 0 || set_attr(t, "smem_align", PyUnicode_FromString("")) < 0 ||
-    set_attr(t, "smem_prefix", PyUnicode_FromString("")) < 0 || set_attr(t, "arg_int_prefix", PyUnicode_FromString(ARG_INT_PREFIX)) < 0 ||
-    set_attr(t, "barrier", PyUnicode_FromString("")) < 0 || set_attr(t, "extra_args", Py_BuildValue("[s]", EXTRA_ARG)) < 0 ||
-    set_attr(t, "float4", PyUnicode_FromString("(float4)")) < 0 || set_attr(t, "float4_style", Py_BuildValue("(ss)", "{", "}")) < 0 ||
-    set_attr(t, "gep_arr_threshold", PyLong_FromLong(GEP_ARR_THRESHOLD)) < 0 ||
-    set_attr(t, "infinity", PyUnicode_FromString(INFINITY_TEXT)) < 0 || set_attr(t, "nan", PyUnicode_FromString(NAN_TEXT)) < 0 ? -1 : 0;
+/* the interned names of the settings and overridable methods, and the text constants */
+static int init_names(void) {
+  PyObject *names = PyList_New(0);
+  for (int i = 0; names && i < N_SETTINGS; i++)
+    if (!(setting_names[i] = PyUnicode_InternFromString(SETTINGS[i].name)) || PyList_Append(names, setting_names[i]) < 0) Py_CLEAR(names);
+  for (int i = 0; names && i < M_COUNT; i++)
+    if (!(clang_methods[i] = PyUnicode_InternFromString(clang_method_names[i])) || PyList_Append(names, clang_methods[i]) < 0) Py_CLEAR(names);
+  overridable = names ? PyFrozenSet_New(names) : NULL;
+  Py_XDECREF(names);
+  return overridable && (str_empty = PyUnicode_FromString("")) && (str_space = PyUnicode_FromString(" ")) &&
+    (str_underscore = PyUnicode_FromString("_")) && (str_comma = PyUnicode_FromString(",")) &&
+    (str_comma_space = PyUnicode_FromString(", ")) && (str_newline = PyUnicode_FromString("\n")) &&
+    (str_indent = PyUnicode_FromString("  ")) && (str_float4 = PyUnicode_FromString("float4")) ? 0 : -1;
 }
+
+/* every native type's class settings, read from a bare instance */
+static int init_class_settings(void) {
+  for (int k = 0; k < N(native_types); k++) {
+    PyObject *bare = PyType_GenericNew(native_types[k].type, NULL, NULL);
+    int rc = bare ? settings_read(bare, &native_types[k].cls) : -1;
+    Py_XDECREF(bare);
+    if (rc < 0) return -1;
+    native_types[k].cls.plain = true;
+  }
+  return 0;
+}
+
+static PyMethodDef cstyle_functions[] = {
+  {"create_non_native_float_pats", (PyCFunction)(void (*)(void))py_create_non_native_float_pats, METH_VARARGS | METH_KEYWORDS,
+   "create_non_native_float_pats(dts, casting=True): rules computing in float what the dtypes cannot"},
+  {NULL, NULL, 0, NULL},
+};
 
 int tinyc_init_cstyle(PyObject *m) {
-  SLOT_bidx = capture_slot("bidx");
-  if (SLOT_bidx < 0) return -1;
-  if (native_register("cstyle_base_rewrite", pm_from_defs(base_rewrite_defs, N(base_rewrite_defs))) < 0) return -1;
-  if (init_extra_matcher() < 0) return -1;
-  if (PyType_Ready(&Renderer_Type) < 0 || PyType_Ready(&ClangRenderer_Type) < 0) return -1;
-  if (init_renderer_attrs(&Renderer_Type) < 0 || init_clang_attrs(&ClangRenderer_Type) < 0) return -1;
-  PyType_Modified(&Renderer_Type);
+  if (PyType_Ready(&NativeCode_Type) < 0 || init_names() < 0 || init_matchers() < 0) return -1;
+  if (PyType_Ready(&CStyleLanguage_Type) < 0 || PyType_Ready(&ClangRenderer_Type) < 0 || PyType_Ready(&ClangJITRenderer_Type) < 0) return -1;
+  if (language_attrs(&CStyleLanguage_Type, &cstyle_language) < 0 || language_attrs(&ClangRenderer_Type, &clang_language) < 0 ||
+      clang_renderer_attrs(&ClangRenderer_Type) < 0)
+    return -1;
+  PyType_Modified(&CStyleLanguage_Type);
   PyType_Modified(&ClangRenderer_Type);
-  return tinyc_add(m, "Renderer", (PyObject *)&Renderer_Type) < 0 || tinyc_add(m, "ClangRenderer", (PyObject *)&ClangRenderer_Type) < 0 ? -1 : 0;
+  PyType_Modified(&ClangJITRenderer_Type);
+  if (init_class_settings() < 0 || PyModule_AddFunctions(m, cstyle_functions) < 0) return -1;
+  return tinyc_add(m, "CStyleLanguage", (PyObject *)&CStyleLanguage_Type) < 0 ||
+    tinyc_add(m, "ClangRenderer", (PyObject *)&ClangRenderer_Type) < 0 ||
+    tinyc_add(m, "ClangJITRenderer", (PyObject *)&ClangJITRenderer_Type) < 0 ? -1 : 0;
 }

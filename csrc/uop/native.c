@@ -85,8 +85,7 @@ PatternMatcher *pm_from_defs(const RuleDef *defs, int n) {
     Py_DECREF(p);
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(list); k++) {
       if (!UPat_Check(PyList_GET_ITEM(list, k))) { PyErr_Format(PyExc_TypeError, "rule pattern %s is not a UPat", defs[i].pattern); Py_DECREF(list); goto end; }
-      /* transitional: entries without reads are the old {pattern, fn} form (only renderers/cstyle.c), unchecked */
-      if (defs[i].reads && upat_check_reads((UPat *)PyList_GET_ITEM(list, k), defs[i].reads, defs[i].name, defs[i].pattern) < 0) {
+      if (upat_check_reads((UPat *)PyList_GET_ITEM(list, k), defs[i].reads, defs[i].name, defs[i].pattern) < 0) {
         Py_DECREF(list);
         goto end;
       }

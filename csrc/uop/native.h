@@ -34,6 +34,13 @@
   }                                                                                                            \
   static UOp *name##_body(PyObject *ctx __attribute__((unused)) RULE_EACH(RULE_PARAM, RULE_UNPAREN always)     \
                           RULE_EACH(RULE_PARAM, __VA_ARGS__))
+/* RULE_SHARED: a RULE other files' rule sets use too (declare it in a header with RULE_DECLARE) */
+#define RULE_SHARED(name, ...)                                                                                 \
+  static UOp *name##_body(PyObject *ctx RULE_EACH(RULE_PARAM, __VA_ARGS__));                                   \
+  const int name##_reads[] = {RULE_EACH(RULE_SLOT, __VA_ARGS__) -1, -1};                                       \
+  UOp *name(Captures *m __attribute__((unused)), PyObject *ctx) { return name##_body(ctx RULE_EACH(RULE_ARG, __VA_ARGS__)); } \
+  static UOp *name##_body(PyObject *ctx __attribute__((unused)) RULE_EACH(RULE_PARAM, __VA_ARGS__))
+#define RULE_DECLARE(name) UOp *name(Captures *m, PyObject *ctx); extern const int name##_reads[]
 #define RULE_NEED(x) if (!m->x) return rule_unbound(__func__, #x);
 #define RULE_UNPAREN(...) __VA_ARGS__
 /* the TypeError of a RULE_MAYBE called without one of its captures: NULL */
@@ -63,9 +70,7 @@ typedef struct { const char *pattern; NativeFn fn; const int *reads; const char 
 #define N(defs) ((int)(sizeof(defs) / sizeof((defs)[0])))
 
 /* A matcher from rule definitions; a pattern may evaluate to one UPat or a list of them (one rule each).
- * A RuntimeError naming the rule and its pattern when a pattern does not bind a capture its rule reads.
- * (Transitional: an entry written the old way, {pattern, fn} without R(), has no reads and is not checked;
- * only csrc/renderers/cstyle.c still does, until it is converted.) */
+ * A RuntimeError naming the rule and its pattern when a pattern does not bind a capture its rule reads. */
 PatternMatcher *pm_from_defs(const RuleDef *defs, int n);
 /* Named rule sets, visible to Python as tinyc._C.native_rules()[name]; register steals the reference. */
 int native_register(const char *name, PatternMatcher *pm);

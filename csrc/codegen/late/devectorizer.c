@@ -1,7 +1,8 @@
 /* tinygrad/codegen/late/devectorizer.py's rule sets, native: pm_add_loads, load_store_folding,
  * correct_load_store (split_load_store), load_store_indexing, devectorize, pm_render, pm_reduce and ReduceContext.
  * tinyc has no ImageDType, so the image-only branches of tinygrad's functions (and image_fixup) are left out. */
-#include "../codegen.h"
+#include "../passes.h"
+#include "devectorizer.h"
 #include <structmember.h>
 
 /* a copy of u with a new dtype and sources (tinygrad's u.replace(dtype=..., src=...)), tag kept */
@@ -359,7 +360,7 @@ RULE(cast_after_after, c, a) {
 }
 
 /* an ALU/CAST/BITCAST on vectors becomes a VECTORIZE of per-lane scalar ops (not an image index's Invalid gate) */
-RULE(no_vectorized_alu, alu) {
+RULE_SHARED(no_vectorized_alu, alu) {
   UOp *r = NULL, *lane_src[3];
   int cnt = dtype_vcount(alu->dtype);
   if (cnt == 1) return NULL;

@@ -6,7 +6,7 @@
  * linearize ranks every node by an "ideal" key (how many times it runs, a per-op priority, then its
  * tuplize), then walks back from the sink with a max-heap on that rank, taking a node only once all of
  * its consumers are placed; the reversed walk is the program. */
-#include "../codegen.h"
+#include "../passes.h"
 #include "../../uop/form.h"
 #include "../../helpers.h"
 

@@ -3,7 +3,7 @@
  * lets the system's loader map the .so from memory, see ../ops_cpu.c). Same flags as tinygrad where they mean the same
  * (-O2 -fPIC -ffreestanding -fno-math-errno -nostdlib -fno-ident, -march=native / -mcpu=native), plus -shared.
  * The subprocess runs without the GIL; a failure raises tinyc.CompileError carrying clang's output. */
-#include "../ops_cpu.h"
+#include "../../device.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -254,7 +254,6 @@ static PyTypeObject ClangCompiler_Type = {
   .tp_init = (initproc)ClangCompiler_init,
 };
 
-PyObject *clang_compiler_new(void) { return PyObject_CallNoArgs((PyObject *)&ClangCompiler_Type); }
 
 int tinyc_init_compiler_cpu(PyObject *m) {
   if (PyType_Ready(&ClangCompiler_Type) < 0 || compile_stats_add("clang_runs", &stat_clang_runs) < 0) return -1;

@@ -1,0 +1,9 @@
+"""tinyc.renderer.cstyle mirrors tinygrad.renderer.cstyle: CStyleLanguage (one native render loop reading a language's
+settings, each overridable from a Python subclass), ClangRenderer, ClangJITRenderer, and the rule sets by tinygrad's names."""
+from tinyc._C import CStyleLanguage, ClangRenderer, ClangJITRenderer, create_non_native_float_pats
+from tinyc.uop._rules import rule_sets
+
+globals().update(rule_sets(__name__, ("base_rewrite", "extra_pm", "pm_manual_bf16_cast")))
+
+__all__ = ["CStyleLanguage", "ClangRenderer", "ClangJITRenderer", "create_non_native_float_pats", "base_rewrite", "extra_pm",
+           "pm_manual_bf16_cast"]

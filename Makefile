@@ -6,9 +6,9 @@ APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev
 PY = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
 # The AddressSanitizer + UBSan build lives apart, in build-asan/lib (the in-place build stays the normal one). It runs
-# with Python's own allocator off so ASan sees every allocation, leak detection on (the build leaves what the import
-# makes once out of it, see module.c), and CPU=1 so that tinygrad (the oracle) does not probe devices at fixed
-# addresses. pytest runs from build-asan/ so that the source tree's tinyc/ (the normal build) is not on sys.path.
+# with Python's own allocator off so ASan sees every allocation, huge allocations failing as MemoryError (as they do
+# without it), leak detection on (the build leaves what the import makes once out of it, see module.c), and CPU=1 so
+# that tinygrad (the oracle) does not probe devices at fixed addresses. pytest runs from build-asan/ so that the source tree's tinyc/ (the normal build) is not on sys.path.
 ASAN_LIB := build-asan/lib
 SAN_LIBS = $(shell gcc -print-file-name=libasan.so):$(shell gcc -print-file-name=libubsan.so)
 SAN_ENV = PYTHONPATH=$(CURDIR)/$(ASAN_LIB) CPU=1 PYTHONMALLOC=malloc LD_PRELOAD=$(SAN_LIBS) \

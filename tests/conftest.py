@@ -1,6 +1,8 @@
 """Shared pytest fixtures."""
 import os
 import pytest
+from sanitizer import import_quietly
+import_quietly("numpy")
 
 @pytest.fixture(scope="module")
 def cache_db(tmp_path_factory):

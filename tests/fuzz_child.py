@@ -6,8 +6,14 @@
 
 The exit status is 0 when every case gave a result or an ordinary exception, 1 when one met a FuzzBug (hypothesis
 prints the case), and the signal's when native code crashed (the log's last line is the case)."""
-import ast, faulthandler, os, sys, time
+import ast, faulthandler, os, resource, sys, time
 faulthandler.enable()
+# Some bytes make CPython itself ask for tens of GiB (a corrupt pickle's memo index): a cap on the address space turns
+# that into the MemoryError it is. Not under AddressSanitizer, which reserves its shadow memory up front and returns
+# NULL (MemoryError) for such allocations itself (allocator_may_return_null).
+if "asan" not in os.environ.get("LD_PRELOAD", ""): resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.RLIM_INFINITY))
+from sanitizer import import_quietly
+import_quietly("numpy")
 import fuzzers
 from hypothesis import given, settings, seed as hyp_seed, HealthCheck, Phase
 

@@ -244,6 +244,13 @@ def random_opts(vals):
   return [Opt(list(OptOps)[v % len(OptOps)], (v // 16) % 5 - 1, [None, 0, 1, 2, 3, 4, 8, 16, -1, 2**40, (1, 2, 3)][(v // 80) % 11])
           for v in vals]
 
+class PythonLanguage(tinyc.CStyleLanguage):
+  """a renderer written in Python, as users write backends: settings and a code_for_op lambda on the native loop"""
+  kernel_typedef, buffer_prefix, has_local, float4 = "__kernel void", "__global ", False, "(float4)"
+  code_for_workitem = {"g": lambda x: f"gid({x})"}
+  code_for_op = {**tinyc.CStyleLanguage.code_for_op, Ops.MAX: lambda a, b, dtype: f"max({a},{b})"}
+RENDERERS = [tinyc.ClangRenderer, lambda: tinyc.Device["NULL"].renderer, PythonLanguage, tinyc.CStyleLanguage]
+
 pipeline_case = st.fixed_dictionaries({"kernel": st.integers(0, 10**6),
                                        "muts": st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 6), st.integers(0, 10**6)),
                                                         max_size=3),
@@ -254,7 +261,7 @@ def run_pipeline(case):
   asts = corpus_asts()
   ast = mutate(asts[case["kernel"] % len(asts)], case["muts"])
   if ast is None: return
-  ren, act, opts = tinyc.ClangRenderer(), case["action"], random_opts(case["opts"])
+  ren, act, opts = RENDERERS[case["kernel"] % len(RENDERERS)](), case["action"], random_opts(case["opts"])
   if act == 0: expect_no_bug(get_program, ast, ren)
   elif act == 1: expect_no_bug(get_program, ast, ren, opts=opts)
   elif act == 2:
@@ -324,13 +331,13 @@ def array_of(n):
   import array
   return array.array("f", [0.0] * n)
 
-buffer_case = st.fixed_dictionaries({"bufs": st.lists(st.tuples(st.integers(0, 3), st.integers(0, len(BUF_SIZES) - 1),
+buffer_case = st.fixed_dictionaries({"bufs": st.lists(st.tuples(st.integers(0, 4), st.integers(0, len(BUF_SIZES) - 1),
                                                                 st.integers(0, len(DTYPES) + len(JUNK_DTYPES) - 1)),
                                                       min_size=1, max_size=4),
                                      "ops": st.lists(st.tuples(st.integers(0, 6), st.integers(0, 100)), max_size=6)})
 
 def run_buffers(case):
-  devices = ["CPU", "cpu", "NOPE", 3]
+  devices = ["CPU", "cpu", "NULL", "NOPE", 3]
   bufs = [expect_no_bug(tinyc.Buffer, devices[d], BUF_SIZES[s], (DTYPES + JUNK_DTYPES)[t]) for d, s, t in case["bufs"]]
   bufs = [b for b in bufs if b is not None]
   srcs = _sources()

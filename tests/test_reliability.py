@@ -212,6 +212,12 @@ def test_loaded_programs_survive_a_corrupted_cache(tmp_path, monkeypatch):
   again(second, {}, wait=True)
   assert (first[0].numpy() == second[0].numpy()).all() and first[0].numpy()[0] == 4 * 32
 
+def test_a_device_that_is_not_here_is_named():
+  """tinygrad knows CUDA, tinyc has no CUDA device yet: a clear RuntimeError naming it, not a crash or a fallback"""
+  res = subprocess.run([sys.executable, "-c", "import tinyc\ntry: tinyc.Device['CUDA']\nexcept RuntimeError as e: print(e)"],
+                       env={**os.environ, "CUDA": "1"}, capture_output=True, text=True, timeout=120)
+  assert "CUDA" in res.stdout and "tinyc has" in res.stdout, res.stdout + res.stderr
+
 # ---- threads ----
 
 def test_threads_get_the_programs_of_serial_runs():

@@ -151,7 +151,7 @@ static int same_reduces(PyObject *reduce_ranges, UOp *r0, UOp *r1) {
 
 /* try merging r0 and r1 into one range of size s0*s1; keep it when it does not add divisions */
 static UOp *try_merge(UOp *u, UOp *r0, UOp *r1) {
-  UOp *s0 = r0->src[0], *s1 = r1->src[0];
+  UOp *s0 = u_src(r0, 0), *s1 = u_src(r1, 0);
   UOp *prod = u_mul(s0, s1);
   if (!prod) return NULL;
   UOp *new_range = u_replace_src(r0, &prod, 1);
@@ -190,8 +190,9 @@ RULE(simplify_merge_adjacent, u) {
     for (Py_ssize_t j = adjacent ? i + 1 : 0; j < n && (!adjacent || j == i + 1); j++) {
       if (i == j) continue;
       UOp *r0 = (UOp *)PyList_GET_ITEM(ended, i), *r1 = (UOp *)PyList_GET_ITEM(ended, j);
-      Py_ssize_t l0 = PyTuple_GET_SIZE(r0->arg), l1 = PyTuple_GET_SIZE(r1->arg);
-      int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(r0->arg, l0 - 1), PyTuple_GET_ITEM(r1->arg, l1 - 1), Py_EQ);
+      /* r0.arg[-1] == r1.arg[-1]: what a node ended here carries need not be a RANGE's tuple, so Python's indexing */
+      PyObject *t0 = keep(PySequence_GetItem(r0->arg, -1)), *t1 = t0 ? keep(PySequence_GetItem(r1->arg, -1)) : NULL;
+      int eq = t1 ? PyObject_RichCompareBool(t0, t1, Py_EQ) : -1;
       if (eq < 0) return NULL;
       if (!eq) continue;
       int same = same_reduces(reduce_ranges, r0, r1);

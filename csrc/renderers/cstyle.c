@@ -688,7 +688,7 @@ RULE(r_special, x) {
   UOp *bound = s ? src_of(x, 0) : NULL;
   PyObject *kind = bound ? pool_keep(PySequence_GetItem(x->arg, 0)) : NULL, *dim = kind ? pool_keep(PySequence_GetItem(x->arg, -1)) : NULL;
   PyObject *code = dim ? workitem_code_text(s, kind, dim) : NULL;
-  return fmt2("%S; /* %S */", code, code ? pool_keep(PyObject_CallMethod((PyObject *)bound, "render", NULL)) : NULL);
+  return fmt2("%S; /* %S */", code, code ? pool_keep(uop_render(bound, true)) : NULL);
 }
 /* +inf and -inf constants */
 RULE(r_const_inf, x) {

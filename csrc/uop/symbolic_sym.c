@@ -131,6 +131,7 @@ typedef struct { UOp *expr; PyObject *bound[2]; } ExprBounds;
 /* the candidate: each X[k] replaced by newX[k] alone; when every branch simplifies (and maps back)
  * to the same node, uop becomes that node; for a 2-wide VECTORIZE, lane by lane. Returns the new uop. */
 static UOp *try_candidate(UOp *uop, UOp *const *X, UOp *const *newX, Py_ssize_t n) {
+  if (n == 0) return uop;   /* nothing to substitute */
   PtrVec outs = {0};
   UOp *ret = uop;
   bool skip = false;

@@ -562,6 +562,7 @@ RULE(reduce_to_acc, red) {
     if (!next || PyObject_SetAttrString(ctx, "acc_num", next) < 0) goto end;
   }
   if (horizontal_reduce(inp, red->dtype, &lst) < 0) goto end;
+  if (!lst.len) { PyErr_SetString(PyExc_IndexError, "list index out of range"); goto end; }   /* no lanes to reduce */
   ret = lst.items[0];
   for (int i = 1; i < lst.len; i++) ret = u_alu2((Op)op, ret, lst.items[i]);
   if (nred && ret) {

@@ -34,7 +34,7 @@ OPS = list(Ops)
 SCALARS = [dtypes.void, dtypes.index, dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32,
            dtypes.uint32, dtypes.int64, dtypes.uint64, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64,
            dtypes.fp8e4m3, dtypes.fp8e5m2]
-DTYPES = SCALARS + [dtypes.float.vec(4), dtypes.int.vec(2), dtypes.bool.vec(3), dtypes.half.vec(8), dtypes.index.vec(2),
+DTYPES = SCALARS + [dtypes.float.vec(4), dtypes.int.vec(2), dtypes.float.vec(0), dtypes.int.vec(1024), dtypes.bool.vec(3), dtypes.half.vec(8), dtypes.index.vec(2),
                     dtypes.float.ptr(16), dtypes.float.ptr(-1), dtypes.int.ptr(0), dtypes.float.vec(4).ptr(8),
                     dtypes.float.ptr(4, tinyc.AddrSpace.LOCAL), dtypes.float.ptr(4, tinyc.AddrSpace.REG), dtypes.half.ptr(3)]
 JUNK_DTYPES = [None, "float", 3, object(), dtypes]   # not dtypes at all: the constructor must refuse them

@@ -634,7 +634,7 @@ def test_reentrant_eq_during_lookup():
 
 EQ_BUILDS_A_UOP = """
 import sys
-sys.path.insert(0, {repo!r})
+sys.path.append({repo!r})   # the tinyc on PYTHONPATH (the sanitizer build in its pass) comes first
 from {mod} import UOp, Ops, dtypes
 class Arg:
   def __hash__(self): return 5
@@ -721,7 +721,7 @@ def test_deep_chain():
 
 DEEP_SCRIPT = """
 import sys, pickle
-sys.path.insert(0, {repo!r})
+sys.path.append({repo!r})   # the tinyc on PYTHONPATH (the sanitizer build in its pass) comes first
 from tinyc import UOp, Ops
 a, b = UOp.variable("a", 0, 3), UOp.variable("b", 1, 2)
 left = right = a

@@ -497,6 +497,7 @@ static PyObject *identity_element(Op op, DType *dt) {
 /* the inputs of a reduction: inp itself, or its strided lanes when it is wider than the output */
 static int horizontal_reduce(UOp *inp, DType *out_dtype, UList *lst) {
   if (inp->dtype == out_dtype) return ulist_push(lst, inp);
+  if (!out_dtype->count) { PyErr_SetString(PyExc_ZeroDivisionError, "integer division or modulo by zero"); return -1; }   /* a .vec(0) */
   int amount = inp->dtype->count / out_dtype->count;
   for (int i = 0; i < amount; i++) {
     PyObject *lanes = pool_keep(PyTuple_New((inp->dtype->count - i + amount - 1) / amount));

@@ -17,10 +17,8 @@ SAN_ENV = PYTHONPATH=$(CURDIR)/$(ASAN_LIB) PATH=$(CURDIR)/tests/sanitizer_bin:$$
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:quarantine_size_mb=16 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 # the part of the suite make test runs again on the sanitizer build: the fuzzers (a quarter of their cases) and the
-# tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime. (test_uop.py is left
-# out: importing it under pytest makes CPython's compiler leave one 64-byte tuple unreachable, which the fast unwinder
-# cannot attribute for a suppression; the uop fuzzer covers UOp construction here.)
-ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_rewrite.py \
+# tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
+ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
   tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean

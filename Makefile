@@ -26,7 +26,7 @@ ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py 
 deps:
 	@for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "apt-get install$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
-	@$(PYTHON) -c "import numpy, pytest, hypothesis, tinygrad, tinyc; assert tinygrad.__version__ == '0.12.0'" 2>/dev/null \
+	@$(PYTHON) -c "import numpy, pytest, hypothesis, distributed, tinygrad, tinyc; assert tinygrad.__version__ == '0.12.0'" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q -e '.[test]'
 
 build: deps

@@ -19,6 +19,9 @@ ALLOWED_UP: set = set()
 # get_program (tinygrad's codegen/__init__.py) imports Renderer and ProgramSpec from renderer/, which itself imports
 # codegen/opt: codegen/codegen.c sits above the renderers, the rest of codegen below them, as in tinygrad
 LAYER_OF.update({"codegen/codegen.c": 5, "codegen/codegen.h": 5})
+# BEAM (tinygrad's codegen/opt/search.py) times candidates with CompiledRunner: it imports engine.realize, so it sits on
+# the engine's layer; apply_opts reaches it through a hook it sets at init, as tinygrad's apply_opts imports it lazily
+LAYER_OF.update({"codegen/opt/search.c": 7, "codegen/opt/search.h": 7})
 
 def layer(rel: str) -> int:
   return LAYER_OF.get(rel, LAYER_OF[rel.split("/")[0]])

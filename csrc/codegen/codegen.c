@@ -270,7 +270,7 @@ static UOp *with_kernel_info(UOp *ast, PyObject *opts) {
 
 /* the PROGRAM UOp of an AST: SINK, DEVICE, LINEAR, SOURCE and (with a compiler) BINARY; a PROGRAM given
  * goes on from where it stands */
-static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts) {
+static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts, const char *passes) {
   if (uop_check_form(ast, "get_program") < 0) return NULL;
   UOp *prg = NULL, *kast = with_kernel_info(ast, opts);
   if (!kast) return NULL;
@@ -283,13 +283,22 @@ static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts) {
     Py_XDECREF(device); Py_XDECREF(full); Py_XDECREF(dev);
   }
   Py_DECREF(kast);
-  UOp *ret = prg ? graph_rewrite(prg, native_get("pm_to_program"), ren, false, NULL) : NULL;
+  UOp *ret = prg ? graph_rewrite(prg, native_get(passes), ren, false, NULL) : NULL;
   Py_XDECREF(prg);
   return ret;
 }
 
 PyObject *get_program(UOp *ast, PyObject *ren, PyObject *opts) {
-  UOp *prg = program_uop(ast, ren, opts);
+  UOp *prg = program_uop(ast, ren, opts, "pm_to_program");
+  PyObject *ret = prg ? program_spec_from_uop((PyObject *)prg) : NULL;
+  Py_XDECREF(prg);
+  return ret;
+}
+
+/* BEAM compiles its candidates on other threads: the program up to its SOURCE, lib None (unless the PROGRAM given has
+ * its BINARY already) */
+PyObject *get_program_uncompiled(UOp *ast, PyObject *ren) {
+  UOp *prg = program_uop(ast, ren, Py_None, "pm_to_source");
   PyObject *ret = prg ? program_spec_from_uop((PyObject *)prg) : NULL;
   Py_XDECREF(prg);
   return ret;
@@ -327,7 +336,7 @@ static PyObject *py_program_uop(PyObject *mod, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"ast", "renderer", "opts", NULL};
   PyObject *ast, *ren, *opts = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O|O:program_uop", kwlist, &UOp_Type, &ast, &ren, &opts)) return NULL;
-  return (PyObject *)program_uop((UOp *)ast, ren, opts);
+  return (PyObject *)program_uop((UOp *)ast, ren, opts, "pm_to_program");
 }
 
 static PyMethodDef codegen_functions[] = {
@@ -349,5 +358,7 @@ int tinyc_init_codegen(PyObject *m) {
       env_int("TRANSCENDENTAL", &transcendental_level) < 0)
     return -1;
   if (PyModule_AddFunctions(m, codegen_functions) < 0) return -1;
+  /* pm_to_source: pm_to_program without its last rule, the compile */
+  if (native_register("pm_to_source", pm_from_defs(pm_to_program_defs, N(pm_to_program_defs) - 1)) < 0) return -1;
   return native_register("pm_to_program", pm_from_defs(pm_to_program_defs, N(pm_to_program_defs)));
 }

@@ -7,6 +7,7 @@
 
 UOp *full_rewrite_to_sink(UOp *sink, PyObject *ren, bool optimize);
 PyObject *get_program(UOp *ast, PyObject *ren, PyObject *opts);   /* a ProgramSpec */
+PyObject *get_program_uncompiled(UOp *ast, PyObject *ren);        /* the same up to its source: lib None */
 int tinyc_init_codegen(PyObject *m);
 
 #endif

@@ -27,7 +27,6 @@ typedef struct {
   LaunchDims dims;
 } CompiledRunnerObject;
 
-static PyTypeObject CompiledRunner_Type;
 
 static void runner_free_info(CompiledRunnerObject *self) {
   for (Py_ssize_t i = 0; self->bufs && i < self->nbufs; i++) Py_XDECREF(self->bufs[i].dtname);
@@ -376,7 +375,7 @@ static PyGetSetDef CompiledRunner_getset[] = {
   {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject CompiledRunner_Type = {
+PyTypeObject CompiledRunner_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.CompiledRunner",
   .tp_basicsize = sizeof(CompiledRunnerObject),

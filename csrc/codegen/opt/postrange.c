@@ -1162,7 +1162,39 @@ static PyTypeObject Scheduler_Type = {
   .tp_getset = Scheduler_getset,
 };
 
+/* ---- the Scheduler as C calls (postrange.h) ---- */
+
+int scheduler_check(PyObject *s) {
+  if (!PyObject_TypeCheck(s, &Scheduler_Type)) {
+    PyErr_Format(PyExc_TypeError, "expected a Scheduler, got %.100s", Py_TYPE(s)->tp_name);
+    return -1;
+  }
+  return sched_ready((SchedulerObject *)s);
+}
+PyObject *scheduler_copy(PyObject *s) { return scheduler_check(s) < 0 ? NULL : Scheduler_copy((SchedulerObject *)s, NULL); }
+PyObject *scheduler_apply_opt(PyObject *s, PyObject *opt) { return scheduler_check(s) < 0 ? NULL : sched_apply_opt((SchedulerObject *)s, opt, 1); }
+int scheduler_real_axis(PyObject *s, PyObject *opt, Py_ssize_t *out) {
+  if (scheduler_check(s) < 0) return -1;
+  if (!Opt_Check(opt)) { PyErr_SetString(PyExc_TypeError, "real_axis needs an Opt"); return -1; }
+  return sched_real_axis((SchedulerObject *)s, (OptObject *)opt, out);
+}
+PyObject *scheduler_full_shape(PyObject *s) { return scheduler_check(s) < 0 ? NULL : sched_full_shape((SchedulerObject *)s); }
+PyObject *scheduler_axis_types(PyObject *s) { return scheduler_check(s) < 0 ? NULL : sched_axis_types((SchedulerObject *)s); }
+PyObject *scheduler_get_optimized_ast(PyObject *s, const char *name_override) {
+  if (scheduler_check(s) < 0) return NULL;
+  PyObject *name = name_override ? PyUnicode_FromString(name_override) : Py_NewRef(Py_None);
+  PyObject *ret = name ? sched_get_optimized_ast((SchedulerObject *)s, name) : NULL;
+  Py_XDECREF(name);
+  return ret;
+}
+PyObject *scheduler_ast(PyObject *s) { return ((SchedulerObject *)s)->ast; }
+PyObject *scheduler_ren(PyObject *s) { return ((SchedulerObject *)s)->ren; }
+PyObject *scheduler_applied_opts(PyObject *s) { return ((SchedulerObject *)s)->applied_opts; }
+
 /* ---- apply_opts, make_images ---- */
+
+PyObject *(*postrange_beam_hook)(PyObject *k, UOp *ast, PyObject *ren, long amt);
+static long beam_amount;   /* BEAM, read at import as tinygrad's ContextVar */
 
 UOp *postrange_apply_opts(UOp *ast, PyObject *ren) {
   if (uop_tag(ast) != Py_None) return (UOp *)Py_NewRef(ast);
@@ -1170,28 +1202,27 @@ UOp *postrange_apply_opts(UOp *ast, PyObject *ren) {
   SchedulerObject *k = args ? (SchedulerObject *)Scheduler_new(&Scheduler_Type, args, NULL) : NULL;
   Py_XDECREF(args);
   if (!k) return NULL;
-  PyObject *ret = NULL, *oa = NULL, *name = Py_None, *seq = NULL;
+  PyObject *ret = NULL, *oa = NULL, *name = NULL, *seq = NULL;
   if (sched_convert_loop_to_global(k) < 0) goto done;
-  if (ast->arg != Py_None) {
-    if (!(oa = PyObject_GetAttrString(ast->arg, "opts_to_apply"))) goto done;
-    if (oa != Py_None) {
-      if (!(seq = PySequence_Fast(oa, "opts_to_apply must be a sequence"))) goto done;
-      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *r = sched_apply_opt(k, PySequence_Fast_GET_ITEM(seq, i), 1);
-        if (!r) goto done;
-        Py_DECREF(r);
-      }
+  if (ast->arg != Py_None && !(oa = PyObject_GetAttrString(ast->arg, "opts_to_apply"))) goto done;
+  if (oa && oa != Py_None) {
+    if (!(seq = PySequence_Fast(oa, "opts_to_apply must be a sequence"))) goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+      PyObject *r = sched_apply_opt(k, PySequence_Fast_GET_ITEM(seq, i), 1);
+      if (!r) goto done;
+      Py_DECREF(r);
     }
-    /* BEAM and hand_coded_optimizations come later: without them, the kernel is what tinygrad's NOOPT=1 gives */
-    PyObject *n = PyObject_GetAttrString(ast->arg, "name");
-    if (!n) goto done;
-    int is_test = PyUnicode_Check(n) && PyUnicode_CompareWithASCIIString(n, "test") == 0;
-    name = is_test ? Py_None : n;
-    ret = sched_get_optimized_ast(k, name);
-    Py_DECREF(n);
-  } else ret = sched_get_optimized_ast(k, Py_None);
+  } else if (beam_amount >= 1 && postrange_beam_hook) {
+    PyObject *best = postrange_beam_hook((PyObject *)k, ast, ren, beam_amount);
+    if (!best) goto done;
+    Py_SETREF(k, (SchedulerObject *)best);
+  }
+  /* hand_coded_optimizations come later: without them, the kernel is what tinygrad's NOOPT=1 gives */
+  if (ast->arg != Py_None && !(name = PyObject_GetAttrString(ast->arg, "name"))) goto done;
+  int is_test = !name || (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "test") == 0);
+  ret = sched_get_optimized_ast(k, is_test ? Py_None : name);
 done:
-  Py_XDECREF(oa); Py_XDECREF(seq); Py_DECREF(k);
+  Py_XDECREF(oa); Py_XDECREF(seq); Py_XDECREF(name); Py_DECREF(k);
   return (UOp *)ret;
 }
 
@@ -1250,6 +1281,7 @@ int tinyc_init_postrange(PyObject *m) {
   if (!(axis_letters = axis_dict(letter_axes, letters, 10, false, NULL)) || !(axis_colors = axis_dict(letter_axes, colors, 10, false, NULL)) ||
       !(axis_to_pos = axis_dict(pos_axes, NULL, 10, true, pos)) || !(kernel_cnt = PyDict_New())) return -1;
   for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
+  if (env_int("BEAM", &beam_amount) < 0) return -1;
   if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||
       !(uop_invalid_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "invalid"))) return -1;
   PatternMatcher *rt = pm_from_defs(remove_tags_defs, N(remove_tags_defs));

@@ -493,6 +493,13 @@ typedef struct {
   double compile_s;
 } Candidate;
 
+/* what a search spent, for beam_stats(): seconds in codegen (this thread), waiting for the step's builds after codegen,
+ * compiling (summed over the threads), timing; steps, candidates in all steps, built and timed */
+typedef struct {
+  double codegen_s, wait_s, compile_s, timing_s;
+  Py_ssize_t steps, total_cands, total_built, total_timed;
+} BeamStats;
+
 typedef struct {
   PyObject *ren, *compiler, *device, *executor, *timer, *on_step, *rawbufs, *var_vals;
   int amt, allow_test_size;
@@ -504,7 +511,10 @@ typedef struct {
   Py_ssize_t step, built, timed, ncand;
   double best;
   Pool pool;
+  BeamStats stats;
 } Search;
+
+static BeamStats last_stats;   /* the last search's, for beam_stats() */
 
 static void time_to_str(double s, char *out, size_t n) {
   if (isinf(s)) snprintf(out, n, "inf");
@@ -639,10 +649,18 @@ static PyObject *beam_build_fn;   /* _C._beam_build, what an executor's workers 
 
 /* build every candidate of the step: 0, or -1 with an exception (the search stops) */
 static int build_step(Search *S, Candidate *cs, Py_ssize_t n) {
+  double st = now();
   for (Py_ssize_t i = 0; i < n; i++)
     if ((S->executor != Py_None ? submit_remote(S, &cs[i], beam_build_fn) : build_local(S, &cs[i])) < 0) goto fail;
-  for (Py_ssize_t i = 0; i < n; i++)
+  double mid = now();
+  for (Py_ssize_t i = 0; i < n; i++) {
     if ((S->executor != Py_None ? collect_remote(S, &cs[i]) : collect_local(S, &cs[i])) < 0) goto fail;
+    S->stats.compile_s += cs[i].lib ? cs[i].compile_s : 0;
+  }
+  S->stats.codegen_s += mid - st;
+  S->stats.wait_s += now() - mid;
+  S->stats.total_cands += n;
+  S->stats.total_built += S->built;
   return 0;
 fail:
   cancel_futures(cs, n);
@@ -855,8 +873,11 @@ static int beam_step(Search *S, PyObject **beam, PyObject *acts, PyObject *seen_
   show_progress(S, false);
   if (build_step(S, cs, n) < 0) goto done;
   double min_progress = env_double("BEAM_MIN_PROGRESS", 0.01) / 1e6, best = beam_best(*beam);
+  double st = now();
   Py_ssize_t k = time_step(S, cs, n, seen_libs, best * 3, ranked);
+  S->stats.timing_s += now() - st;
   if (k < 0) goto done;
+  S->stats.total_timed += k;
   *exiting = k == 0 || ranked[0].tm < min_progress || best - ranked[0].tm < min_progress;
   PyObject *next = NULL;
   if (!*exiting) next = ranked_list(ranked, k < S->amt ? k : S->amt);
@@ -943,6 +964,8 @@ static PyObject *beam_search(PyObject *s, PyObject *rawbufs, int amt, int allow_
   }
 done:
   if (pool_up) pool_stop(&S.pool);
+  S.stats.steps = S.step;
+  last_stats = S.stats;
   Py_XDECREF(key); Py_XDECREF(seen); Py_XDECREF(beam); Py_XDECREF(S.device); Py_XDECREF(S.var_vals); Py_XDECREF(S.compiler);
   return ret;
 }
@@ -975,6 +998,19 @@ static PyObject *py_bufs_from_ast(PyObject *mod, PyObject *args) {
   PyObject *ast, *device;
   if (!PyArg_ParseTuple(args, "O!U:bufs_from_ast", &UOp_Type, &ast, &device)) return NULL;
   return bufs_from_ast((UOp *)ast, device);
+}
+
+static PyObject *py_get_test_global_size(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  PyObject *gs, *var_vals;
+  long max_global_size;
+  if (!PyArg_ParseTuple(args, "OlO!:get_test_global_size", &gs, &max_global_size, &PyDict_Type, &var_vals)) return NULL;
+  if (max_global_size < 1) return PyErr_Format(PyExc_ValueError, "max_global_size must be positive, got %ld", max_global_size);
+  double factor;
+  PyObject *sizes = test_global_size(gs, max_global_size, var_vals, &factor);
+  PyObject *ret = sizes ? Py_BuildValue("(Od)", sizes, factor) : NULL;
+  Py_XDECREF(sizes);
+  return ret;
 }
 
 static PyObject *py_time_program(PyObject *mod, PyObject *args, PyObject *kw) {
@@ -1010,6 +1046,14 @@ static PyObject *py_beam_search(PyObject *mod, PyObject *args, PyObject *kw) {
   return beam_search(s, rawbufs, amt, allow_test_size, disable_cache, &h);
 }
 
+static PyObject *py_beam_stats(PyObject *mod, PyObject *unused) {
+  UNUSED(mod); UNUSED(unused);
+  const BeamStats *b = &last_stats;
+  return Py_BuildValue("{sdsdsdsdsdsnsnsnsn}", "seconds", b->codegen_s + b->wait_s + b->timing_s, "codegen", b->codegen_s,
+                       "build_wait", b->wait_s, "compile", b->compile_s, "timing", b->timing_s, "steps", b->steps,
+                       "candidates", b->total_cands, "built", b->total_built, "timed", b->total_timed);
+}
+
 /* what an executor's worker runs for a candidate: its ProgramSpec, compiled, on the worker's own device */
 static PyObject *py_beam_build(PyObject *mod, PyObject *args) {
   UNUSED(mod);
@@ -1033,12 +1077,17 @@ static PyMethodDef search_functions[] = {
   {"get_kernel_actions", (PyCFunction)(void (*)(void))py_get_kernel_actions, METH_VARARGS | METH_KEYWORDS,
    "get_kernel_actions(s, include_0=True, max_up=None, actions=None) -> {i: Scheduler}: every action that applies, as tinygrad's"},
   {"bufs_from_ast", py_bufs_from_ast, METH_VARARGS, "bufs_from_ast(ast, device) -> [Buffer]: one per DEFINE_GLOBAL, in arg order"},
+  {"get_test_global_size", py_get_test_global_size, METH_VARARGS,
+   "get_test_global_size(global_size, max_global_size, var_vals) -> (sizes, factor): the smaller launch BEAM times"},
   {"time_program", (PyCFunction)(void (*)(void))py_time_program, METH_VARARGS | METH_KEYWORDS,
    "time_program(p, rawbufs, var_vals=None, cnt=3, early_stop=None, allow_test_size=True, max_global_size=65536) -> [seconds]"},
   {"beam_search", (PyCFunction)(void (*)(void))py_beam_search, METH_VARARGS | METH_KEYWORDS,
    "beam_search(s, rawbufs, amt, allow_test_size=True, disable_cache=IGNORE_BEAM_CACHE, *, actions=None, timer=None, on_step=None,\n"
    "executor=None) -> Scheduler: tinygrad's BEAM search; timer(p, rawbufs) -> seconds, on_step(step, ranked) -> True stops,\n"
    "executor: a concurrent.futures.Executor (or dask Client) that builds candidates"},
+  {"beam_stats", py_beam_stats, METH_NOARGS,
+   "beam_stats() -> dict: the last search's seconds (codegen, build_wait after codegen, compile summed over threads,\n"
+   "timing) and counts (steps, candidates, built, timed)"},
   {"_beam_build", py_beam_build, METH_VARARGS, "_beam_build(ast, device) -> ProgramSpec with lib: an executor worker's build of a candidate"},
   {NULL, NULL, 0, NULL},
 };

@@ -8,6 +8,6 @@ on_step=None, executor=None) -> Scheduler takes tinygrad's arguments plus four h
 - executor: a concurrent.futures.Executor or a dask.distributed Client; its workers build the candidates
   (codegen and compile) and return ProgramSpecs with their lib, which this process times.
 Without an executor, codegen runs in the calling thread and compiles on PARALLEL native threads (default: the cores)."""
-from tinyc._C import actions, get_kernel_actions, bufs_from_ast, time_program, beam_search
+from tinyc._C import actions, get_kernel_actions, bufs_from_ast, get_test_global_size, time_program, beam_search, beam_stats
 
-__all__ = ["actions", "get_kernel_actions", "bufs_from_ast", "time_program", "beam_search"]
+__all__ = ["actions", "get_kernel_actions", "bufs_from_ast", "get_test_global_size", "time_program", "beam_search", "beam_stats"]

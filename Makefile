@@ -19,7 +19,12 @@ SAN_ENV = PYTHONPATH=$(CURDIR)/$(ASAN_LIB) PATH=$(CURDIR)/tests/sanitizer_bin:$$
 # the part of the suite make test runs again on the sanitizer build: the fuzzers (a quarter of their cases) and the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
-  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py
+  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS)
+# BEAM's threads and its failure paths (whole test_search.py under ASan is slow: its searches compile hundreds of kernels)
+BEAM_ASAN_TESTS := $(addprefix tests/test_search.py::,test_get_kernel_actions_arguments test_custom_actions_timer_and_on_step \
+  test_parallel_compiles_give_the_serial_result test_failing_compiles_are_dropped test_a_compile_that_times_out_is_dropped \
+  test_a_timer_that_raises_stops_the_search test_an_on_step_that_raises_stops_the_search \
+  test_an_executor_that_loses_workers_loses_only_their_candidates test_bad_arguments_raise)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -250,6 +250,28 @@ def test_a_timer_that_raises_stops_the_search(exc):
     search.beam_search(scheduler(ast), search.bufs_from_ast(ast, "CPU"), 2, disable_cache=True, timer=timer)
   assert live_threads() == before   # the compile threads are joined
 
+def test_ctrl_c_stops_the_search_cleanly():
+  """SIGINT while the compile threads run: KeyboardInterrupt in the caller, the threads joined, no hang"""
+  code = textwrap.dedent("""
+    import os, signal, sys, threading, time; sys.path.append(sys.argv[1])
+    import tinyc
+    from tinyc import search
+    from tinyc.demo import matmul
+    ast = matmul(64, 64, 64)
+    k = tinyc.Scheduler(ast, tinyc.Device["CPU"].renderer); k.convert_loop_to_global()
+    before = len(os.listdir("/proc/self/task"))
+    t = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    t.start()
+    try: search.beam_search(k, search.bufs_from_ast(ast, "CPU"), 4, disable_cache=True)
+    except KeyboardInterrupt:
+      t.join()
+      print("interrupted", len(os.listdir("/proc/self/task")) - before)
+  """)
+  env = {**os.environ, "CACHELEVEL": "0", "PARALLEL": "2"}
+  r = subprocess.run([sys.executable, "-c", code, REPO], env=env, capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.split() == ["interrupted", "0"]
+
 def test_an_on_step_that_raises_stops_the_search():
   ast = matmul(32, 32, 32)
   def on_step(step, ranked): raise RuntimeError("enough")

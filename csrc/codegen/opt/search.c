@@ -1030,6 +1030,18 @@ static PyObject *py_time_program(PyObject *mod, PyObject *args, PyObject *kw) {
   return ret;
 }
 
+static int check_actions(PyObject *acts) {
+  PyObject *seq = PySequence_Fast(acts, "actions must be a sequence of Opt");
+  for (Py_ssize_t i = 0; seq && i < PySequence_Fast_GET_SIZE(seq); i++)
+    if (!Opt_Check(PySequence_Fast_GET_ITEM(seq, i))) {
+      PyErr_Format(PyExc_TypeError, "actions[%zd] is %.100s, not an Opt", i, Py_TYPE(PySequence_Fast_GET_ITEM(seq, i))->tp_name);
+      Py_CLEAR(seq);
+    }
+  if (!seq) return -1;
+  Py_DECREF(seq);
+  return 0;
+}
+
 static PyObject *py_beam_search(PyObject *mod, PyObject *args, PyObject *kw) {
   UNUSED(mod);
   static char *kwlist[] = {"s", "rawbufs", "amt", "allow_test_size", "disable_cache", "actions", "timer", "on_step", "executor", NULL};
@@ -1043,6 +1055,7 @@ static PyObject *py_beam_search(PyObject *mod, PyObject *args, PyObject *kw) {
   if ((h.timer != Py_None && !PyCallable_Check(h.timer)) || (h.on_step != Py_None && !PyCallable_Check(h.on_step)))
     return PyErr_Format(PyExc_TypeError, "beam_search's timer and on_step must be callables");
   if (h.acts == Py_None) h.acts = actions;
+  else if (check_actions(h.acts) < 0) return NULL;   /* before the cache is asked, so a bad list never passes */
   return beam_search(s, rawbufs, amt, allow_test_size, disable_cache, &h);
 }
 

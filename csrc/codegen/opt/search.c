@@ -199,28 +199,45 @@ fail:
  * buffers and timing
  * ================================================================================================ */
 
+typedef struct { long long arg; UOp *g; } Global;
+
+static int global_cmp(const void *a, const void *b) {
+  const Global *x = a, *y = b;
+  return (x->arg > y->arg) - (x->arg < y->arg);
+}
+
+/* a Buffer on `device` of each global's size and base dtype */
+static PyObject *buffers_of(const Global *gs, Py_ssize_t n, PyObject *device) {
+  PyObject *ret = PyList_New(n);
+  for (Py_ssize_t i = 0; ret && i < n; i++) {
+    Py_ssize_t size = gs[i].g->dtype->size;
+    if (size < 0) { PyErr_Format(PyExc_ValueError, "DEFINE_GLOBAL %S has no size: BEAM cannot make its buffer", gs[i].g->arg); Py_CLEAR(ret); break; }
+    PyObject *b = PyObject_CallFunction((PyObject *)&Buffer_Type, "OnO", device, size, (PyObject *)dtype_base(gs[i].g->dtype));
+    if (!b) { Py_CLEAR(ret); break; }
+    PyList_SET_ITEM(ret, i, b);
+  }
+  return ret;
+}
+
 /* tinygrad's bufs_from_ast: a Buffer on `device` for every DEFINE_GLOBAL of the kernel, in the order of their args */
 PyObject *bufs_from_ast(UOp *ast, PyObject *device) {
-  PyObject *topo = uop_toposort_list(ast, NULL), *glbls = topo ? PyList_New(0) : NULL, *ret = NULL;
-  for (Py_ssize_t i = 0; glbls && i < PyList_GET_SIZE(topo); i++) {
+  PyObject *topo = uop_toposort_list(ast, NULL), *ret = NULL;
+  if (!topo) return NULL;
+  Global *gs = PyMem_Calloc((size_t)PyList_GET_SIZE(topo) + 1, sizeof(Global));
+  Py_ssize_t n = 0;
+  if (!gs) { Py_DECREF(topo); return PyErr_NoMemory(); }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(topo); i++) {
     UOp *u = (UOp *)PyList_GET_ITEM(topo, i);
     if (u->op != OP_DEFINE_GLOBAL) continue;
-    if (!PyLong_Check(u->arg) || !u->dtype->is_ptr) { PyErr_SetString(PyExc_TypeError, "a DEFINE_GLOBAL needs an int arg and a pointer dtype"); Py_CLEAR(glbls); break; }
-    PyObject *pair = PyTuple_Pack(2, u->arg, (PyObject *)u);
-    if (!pair || PyList_Append(glbls, pair) < 0) Py_CLEAR(glbls);
-    Py_XDECREF(pair);
+    if (!PyLong_Check(u->arg) || !u->dtype->is_ptr) { PyErr_SetString(PyExc_TypeError, "a DEFINE_GLOBAL needs an int arg and a pointer dtype"); goto done; }
+    gs[n] = (Global){PyLong_AsLongLong(u->arg), u};
+    if (gs[n++].arg == -1 && PyErr_Occurred()) goto done;
   }
-  if (glbls && PyList_Sort(glbls) == 0 && (ret = PyList_New(PyList_GET_SIZE(glbls)))) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(glbls); i++) {
-      UOp *g = (UOp *)PyTuple_GET_ITEM(PyList_GET_ITEM(glbls, i), 1);
-      Py_ssize_t size = g->dtype->size;
-      if (size < 0) { PyErr_Format(PyExc_ValueError, "DEFINE_GLOBAL %S has no size: BEAM cannot make its buffer", g->arg); Py_CLEAR(ret); break; }
-      PyObject *b = PyObject_CallFunction((PyObject *)&Buffer_Type, "OnO", device, size, (PyObject *)dtype_base(g->dtype));
-      if (!b) { Py_CLEAR(ret); break; }
-      PyList_SET_ITEM(ret, i, b);
-    }
-  }
-  Py_XDECREF(topo); Py_XDECREF(glbls);
+  qsort(gs, (size_t)n, sizeof(Global), global_cmp);
+  ret = buffers_of(gs, n, device);
+done:
+  PyMem_Free(gs);
+  Py_DECREF(topo);
   return ret;
 }
 
@@ -245,10 +262,10 @@ static PyObject *test_global_size(PyObject *global_size, long max_global_size, P
   for (;;) {
     double total = 1;
     for (Py_ssize_t i = 0; i < n; i++) total *= (double)dims[i];
-    if (total <= (double)max_global_size) { *factor = input / total; break; }
     Py_ssize_t j = n - 1;
     while (j >= 0 && dims[j] <= 16) j--;
-    if (j < 0) { *factor = input / total; break; }   /* every dim is at most 16: nothing left to halve */
+    /* done when small enough, or when every dim is at most 16 (tinygrad would loop forever there) */
+    if (total <= (double)max_global_size || j < 0) { *factor = total > 0 ? input / total : 1; break; }
     dims[j] /= 2;
   }
   PyObject *ret = PyList_New(n);

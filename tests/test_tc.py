@@ -164,7 +164,9 @@ def captured(device):
   tg_codegen.apply_opts = spy
   try:
     res = []
-    progs = [(n, si.ast) for n, t in matmul_programs() for si in t.schedule_with_vars()[0] if si.ast.op is TgOps.SINK]
+    # the matmul kernel of each program (the others make its random inputs)
+    progs = [(n, si.ast) for n, t in matmul_programs() for si in t.schedule_with_vars()[0]
+             if si.ast.op is TgOps.SINK and any(u.op in (TgOps.REDUCE_AXIS, TgOps.REDUCE) for u in si.ast.toposort())]
     for kname, ast in progs + list(kernel_asts()):
       if ast.tag is not None: continue
       try: tg_codegen.full_rewrite_to_sink(ast, ren)
@@ -172,7 +174,7 @@ def captured(device):
   finally: tg_codegen.apply_opts = orig
   return tuple(res)
 
-def matmuls(device): return [(k, a) for k, a in captured(device) if k.startswith(("mm_", "batched"))]
+def matmuls(device): return [(k, a) for k, a in captured(device) if k.startswith(("mm_", "batched_half"))]
 
 def schedulers(ast, name):
   tk, ck = TgScheduler(ast, tg_renderer(name)), tinyc.Scheduler(from_tinygrad(ast), tc_renderer_like(name))
@@ -199,31 +201,34 @@ def run_both(tk, ck, opt):
     else: same = et is not None and ec is not None and type(et).__name__ == type(ec).__name__
     if not same: print("differs:", opt, repr(et), repr(ec))
     return same and same_state(tk, ck), False
-  same = type(rt) is list and type(rc) is list and [from_tinygrad(x) for x in rt] == rc and same_state(tk, ck)
+  same = ((rt is None and rc is None) or (type(rt) is type(rc) and [from_tinygrad(x) for x in rt] == list(rc))) and same_state(tk, ck)
+  if same and opt.op is TgOptOps.TC:   # and the optimized AST, named from its axes (the WARP's, the TC's locals and upcasts)
+    TgScheduler.kernel_cnt.clear()
+    tinyc.Scheduler.kernel_cnt.clear()
+    same = from_tinygrad(tk.copy().get_optimized_ast()) is ck.copy().get_optimized_ast()
   if not same: print("differs (applied):", opt)
   return same, True
 
-def tc_args(grid):
-  if grid: return [(sel, o, u) for sel in (-1,) for o in (0, 1, 2) for u in (1, 2)]
-  return [(-1, 0, 1), (-1, 2, 1), (-1, 2, 2)]
+def tc_opts_to_try(kname, ntc):
+  """(axis, arg) pairs: on matmuls every tc_opt/use_tc on the first two axis choices, each tensor core alone, and
+  axes 2..8 (past the choices of most kernels); on the corpus, one arg"""
+  if not kname.startswith(("mm_", "batched_half")): return [(0, (-1, 2, 1))]
+  full = [(-1, o, u) for o in (0, 1, 2) for u in (1, 2)] + [(s, 2, 1) for s in range(ntc)]
+  return [(axis, arg) for axis in (0, 1) for arg in full] + [(axis, (-1, 2, 1)) for axis in range(2, 9)]
 
 @pytest.mark.parametrize("name", list(RENDERERS))
 def test_tc_opt_identity(name):
-  """every TC arg on every matmul (axes 0..8), a few on the corpus: the same outcome in both Schedulers"""
+  """TC opts on every matmul and corpus kernel: the same outcome in both Schedulers"""
   ok = n = applied = 0
-  dev = device_of(name)
-  for kname, ast in captured(dev):
-    grid = kname.startswith(("mm_", "batched"))
-    ntc = len(tg_renderer(name).tensor_cores)
-    args = tc_args(grid) + ([(s, 2, 1) for s in range(ntc)] if grid else [])
-    for axis in (range(9) if grid else (0, 1)):
-      for arg in args:
-        tk, ck = schedulers(ast, name)
-        same, app = run_both(tk, ck, TgOpt(TgOptOps.TC, axis, arg))
-        n += 1
-        ok += same
-        applied += app
-        if not same: print("  in", kname, name)
+  ntc = len(tg_renderer(name).tensor_cores)
+  for kname, ast in captured(device_of(name)):
+    for axis, arg in tc_opts_to_try(kname, ntc):
+      tk, ck = schedulers(ast, name)
+      same, app = run_both(tk, ck, TgOpt(TgOptOps.TC, axis, arg))
+      n += 1
+      ok += same
+      applied += app
+      if not same: print("  in", kname, name)
   print(f"\nTC opt ({name}): {ok}/{n} same = {ok/n:.1%}, {applied} applied")
   assert ok == n and applied >= 6
 
@@ -256,13 +261,18 @@ def test_tc_linear_uops_identity(name):
 
 def test_tensor_core_attribute_and_copy():
   kname, ast = matmuls("CUDA")[0]
-  _, ck = schedulers(ast, "sm_80")
+  tk, ck = schedulers(ast, "sm_80")
   assert ck.tensor_core is None and ck.copy().tensor_core is None
   axes = ck.apply_opt(tinyc.Opt(tinyc.OptOps.TC, 0, (-1, 0, 1)))
+  tk.apply_opt(TgOpt(TgOptOps.TC, 0, (-1, 0, 1)))
   assert type(axes) is list and len(axes) == 3 and ck.tensor_core in ctc.cuda_sm80 and ck.copy().tensor_core is ck.tensor_core
-  assert any(u.op is tinyc.Ops.WMMA for u in ck.ast.toposort())
-  with pytest.raises(tinyc.KernelOptError, match="no grouping with tensor cores"): ck.apply_opt(tinyc.Opt(tinyc.OptOps.GROUP, 0, 2))
-  with pytest.raises(tinyc.KernelOptError, match="must be first"): ck.apply_opt(tinyc.Opt(tinyc.OptOps.TC, 0, (-1, 0, 1)))
+  assert any(u.op is tinyc.Ops.WMMA for u in ck.ast.toposort()) and same_state(tk.copy(), ck.copy())
+  # the opts after it (GROUP refuses tensor cores, TC must come first), and the optimized AST with its name
+  for opt in (TgOpt(TgOptOps.GROUP, 0, 2), TgOpt(TgOptOps.TC, 0, (-1, 0, 1)), TgOpt(TgOptOps.UPCAST, 0, 2), TgOpt(TgOptOps.LOCAL, 0, 2)):
+    assert run_both(tk, ck, opt)[0]
+  TgScheduler.kernel_cnt.clear()
+  tinyc.Scheduler.kernel_cnt.clear()
+  assert from_tinygrad(tk.get_optimized_ast()) is ck.get_optimized_ast()
 
 def test_bad_input():
   kname, ast = matmuls("CUDA")[0]

@@ -877,6 +877,7 @@ static PyObject *tc_upcast_axes(SchedulerObject *s, TensorCoreObject *tc) {
 static PyObject *extra_reduce_ranges(SchedulerObject *s, TensorCoreObject *tc, UOp *red) {
   PyObject *names = PyList_New(0), *ids = NULL, *topo = NULL, *ret = NULL;
   if (!names) return NULL;
+  if (red->nsrc < 1) { Py_DECREF(names); return PyErr_Format(PyExc_ValueError, "a REDUCE without sources"); }
   for (int i = 0; i < tc->nreduce; i++) {
     PyObject *nm = PyUnicode_FromFormat("r%d", i);
     int err = !nm || PyList_Append(names, nm) < 0;

@@ -17,10 +17,10 @@ static int type_error(const char *what) { PyErr_Format(PyExc_TypeError, "TensorC
 
 /* a tuple of n ints, copied to out */
 static int int_tuple(PyObject *o, Py_ssize_t n, long *out, const char *what) {
-  if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != n) return type_error(what);
+  if (!PyTuple_CheckExact(o) || PyTuple_GET_SIZE(o) != n) return type_error(what);
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *v = PyTuple_GET_ITEM(o, i);
-    if (!PyLong_Check(v)) return type_error(what);
+    if (!PyLong_CheckExact(v)) return type_error(what);
     if ((out[i] = PyLong_AsLong(v)) == -1 && PyErr_Occurred()) return -1;
   }
   return 0;
@@ -28,13 +28,13 @@ static int int_tuple(PyObject *o, Py_ssize_t n, long *out, const char *what) {
 
 /* opts: a tuple of "u0", "u1", "l0", "l1" (the kind of split and the dim it splits) */
 static int parse_opts(TensorCoreObject *tc) {
-  if (!PyTuple_Check(tc->opts)) return type_error("opts must be a tuple of str");
+  if (!PyTuple_CheckExact(tc->opts)) return type_error("opts must be a tuple of str");
   Py_ssize_t n = PyTuple_GET_SIZE(tc->opts);
   if (n > TC_MAX_OPTS) { PyErr_Format(PyExc_ValueError, "TensorCore: more than %d opts", TC_MAX_OPTS); return -1; }
   tc->nopts = (int)n, tc->nlocal = tc->nupcast = 0;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *o = PyTuple_GET_ITEM(tc->opts, i);
-    if (!PyUnicode_Check(o)) return type_error("opts must be a tuple of str");
+    if (!PyUnicode_CheckExact(o)) return type_error("opts must be a tuple of str");
     Py_UCS4 k = PyUnicode_GET_LENGTH(o) == 2 ? PyUnicode_READ_CHAR(o, 0) : 0, d = k ? PyUnicode_READ_CHAR(o, 1) : 0;
     if ((k != 'u' && k != 'l') || (d != '0' && d != '1')) {
       PyErr_Format(PyExc_ValueError, "TensorCore: an opt is u0, u1, l0 or l1, not %R", o);
@@ -49,16 +49,16 @@ static int parse_opts(TensorCoreObject *tc) {
 /* swizzle: a tuple of swizzles, each a tuple of parts, each a tuple of non-empty axis names */
 static int check_swizzle(PyObject *sw) {
   const char *what = "swizzle must be a tuple of tuples of tuples of non-empty str";
-  if (!PyTuple_Check(sw)) return type_error(what);
+  if (!PyTuple_CheckExact(sw)) return type_error(what);
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sw); i++) {
     PyObject *s = PyTuple_GET_ITEM(sw, i);
-    if (!PyTuple_Check(s)) return type_error(what);
+    if (!PyTuple_CheckExact(s)) return type_error(what);
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(s); j++) {
       PyObject *part = PyTuple_GET_ITEM(s, j);
-      if (!PyTuple_Check(part)) return type_error(what);
+      if (!PyTuple_CheckExact(part)) return type_error(what);
       for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(part); k++) {
         PyObject *nm = PyTuple_GET_ITEM(part, k);
-        if (!PyUnicode_Check(nm) || PyUnicode_GET_LENGTH(nm) == 0) return type_error(what);
+        if (!PyUnicode_CheckExact(nm) || PyUnicode_GET_LENGTH(nm) == 0) return type_error(what);
       }
     }
   }
@@ -67,7 +67,7 @@ static int check_swizzle(PyObject *sw) {
 
 static int check_types(TensorCoreObject *tc) {
   if (int_tuple(tc->dims, 3, tc->dim, "dims must be a tuple of 3 ints") < 0) return -1;
-  if (!PyLong_Check(tc->threads)) return type_error("threads must be an int");
+  if (!PyLong_CheckExact(tc->threads)) return type_error("threads must be an int");
   if ((tc->nthreads = PyLong_AsLong(tc->threads)) == -1 && PyErr_Occurred()) return -1;
   if (int_tuple(tc->elements_per_thread, 3, tc->ept, "elements_per_thread must be a tuple of 3 ints") < 0) return -1;
   if (!DType_Check(tc->dtype_in) || !DType_Check(tc->dtype_out)) return type_error("dtype_in and dtype_out must be DTypes");
@@ -215,8 +215,8 @@ static void TensorCore_dealloc(TensorCoreObject *tc) {
   Py_TYPE(tc)->tp_free((PyObject *)tc);
 }
 
-/* The fields hold only ints, strs, tuples of them and DTypes (checked), so a TensorCore is never part of a cycle
- * and needs no GC tracking. */
+/* The fields hold only exact ints, strs, tuples of them and DTypes (checked: no subclass that could carry a
+ * reference back), so a TensorCore is never part of a cycle and needs no GC tracking. */
 static PyObject *tc_new(PyObject *dims, PyObject *threads, PyObject *ept, PyObject *din, PyObject *dout, PyObject *opts, PyObject *sw) {
   TensorCoreObject *tc = PyObject_New(TensorCoreObject, &TensorCore_Type);
   if (!tc) return NULL;

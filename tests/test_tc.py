@@ -274,6 +274,17 @@ def test_tensor_core_attribute_and_copy():
   tinyc.Scheduler.kernel_cnt.clear()
   assert from_tinygrad(tk.get_optimized_ast()) is ck.get_optimized_ast()
 
+def test_bad_args_as_tinygrad():
+  """malformed TC args and axes: the same KernelOptError (or error type) from both"""
+  kname, ast = matmuls("CUDA")[0]
+  for axis, arg in [(0, (3, 0, 1)), (0, (99, 0, 1)), (0, (-2, 0, 1)), (0, (0, 3, 1)), (0, (0, -1, 1)), (0, (0, 0, 0)), (0, (0, 0, 3)),
+                    (0, (0, 0)), (0, (0, 0, 1, 1)), (None, (0, 0, 1)), (0, 1), (0, None), (-1, (0, 0, 1)), (-5, (0, 0, 1)),
+                    (99, (-1, 2, 1)), (0, (2, 0, 1)), (0, (True, 0, 1))]:
+    tk, ck = schedulers(ast, "sm_80")
+    assert run_both(tk, ck, TgOpt(TgOptOps.TC, axis, arg))[0], (axis, arg)
+  tk, ck = schedulers(ast, "sm_80")   # TC after another opt
+  assert run_both(tk, ck, TgOpt(TgOptOps.UPCAST, 0, 2))[0] and run_both(tk, ck, TgOpt(TgOptOps.TC, 0, (-1, 0, 1)))[0]
+
 def test_bad_input():
   kname, ast = matmuls("CUDA")[0]
   c_ast = from_tinygrad(ast)

@@ -986,7 +986,7 @@ static PyObject *tc_candidates(PyObject *tcs, long tc_select) {
   if (!all) return NULL;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(all); i++)
     if (!TensorCore_Check(PyList_GET_ITEM(all, i))) {
-      PyErr_Format(PyExc_TypeError, "renderer.tensor_cores must hold TensorCores, not %.100s", Py_TYPE(PyList_GET_ITEM(all, i))->tp_name);
+      PyErr_Format(PyExc_TypeError, "renderer.tensor_cores must hold tinyc.TensorCore objects, not %R", (PyObject *)Py_TYPE(PyList_GET_ITEM(all, i)));
       Py_DECREF(all);
       return NULL;
     }

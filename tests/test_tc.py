@@ -325,3 +325,21 @@ def test_memory_flat():
   gc.collect()
   assert _C._intern_count() == base
   if refs: assert sys.gettotalrefcount() - refs < 100
+
+TF32_SCRIPT = """
+import sys; sys.path.insert(0, {tests!r})
+import test_tc
+from tinygrad.codegen.opt import Opt, OptOps
+ast = next(a for k, a in test_tc.matmuls("CUDA") if k == "mm_float_64x64x64")
+tk, ck = test_tc.schedulers(ast, "sm_80")
+same, applied = test_tc.run_both(tk, ck, Opt(OptOps.TC, 0, (-1, 0, 1)))
+print(same, applied, str(ck.tensor_core))
+"""
+
+def test_allow_tf32():
+  """float inputs take CUDA's TF32 tensor core only with ALLOW_TF32=1 (read at import, in both)"""
+  import os, subprocess, sys
+  script = TF32_SCRIPT.format(tests=os.path.dirname(__file__))
+  out = subprocess.run([sys.executable, "-c", script], env={**os.environ, "ALLOW_TF32": "1"}, capture_output=True, text=True, timeout=300)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split()[-3:] == ["True", "True", "WMMA_8_16_8_float_float"], out.stdout

@@ -9,6 +9,7 @@
 #include "schedule/indexing.h"
 #include "codegen/codegen.h"
 #include "codegen/opt/opt.h"
+#include "codegen/opt/tc.h"
 #include "renderers/renderer.h"
 #include "renderers/program_spec.h"
 #include "device.h"
@@ -38,7 +39,7 @@ static PyObject *init_module(void) {
   PyObject *m = PyModule_Create(&tinyc_module);
   if (!m) return NULL;
   if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 || tinyc_init_native(m) < 0 ||
-      tinyc_init_kernel_info(m) < 0 || tinyc_init_opt(m) < 0 || tinyc_init_rule_sets(m) < 0 || tinyc_init_runtime(m) < 0) {
+      tinyc_init_kernel_info(m) < 0 || tinyc_init_opt(m) < 0 || tinyc_init_tc(m) < 0 || tinyc_init_rule_sets(m) < 0 || tinyc_init_runtime(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

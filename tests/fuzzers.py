@@ -241,15 +241,21 @@ def mutate(ast, muts):
   return ast
 
 def random_opts(vals):
-  return [Opt(list(OptOps)[v % len(OptOps)], (v // 16) % 5 - 1, [None, 0, 1, 2, 3, 4, 8, 16, -1, 2**40, (1, 2, 3)][(v // 80) % 11])
-          for v in vals]
+  args = [None, 0, 1, 2, 3, 4, 8, 16, -1, 2**40, (1, 2, 3), (-1, 0, 1), (-1, 2, 1), (0, 2, 2)]   # the last three: TC args
+  return [Opt(list(OptOps)[v % len(OptOps)], (v // 16) % 5 - 1, args[(v // 80) % len(args)]) for v in vals]
 
 class PythonLanguage(tinyc.CStyleLanguage):
   """a renderer written in Python, as users write backends: settings and a code_for_op lambda on the native loop"""
   kernel_typedef, buffer_prefix, has_local, float4 = "__kernel void", "__global ", False, "(float4)"
   code_for_workitem = {"g": lambda x: f"gid({x})"}
   code_for_op = {**tinyc.CStyleLanguage.code_for_op, Ops.MAX: lambda a, b, dtype: f"max({a},{b})"}
-RENDERERS = [tinyc.ClangRenderer, lambda: tinyc.Device["NULL"].renderer, PythonLanguage, tinyc.CStyleLanguage]
+def TensorCoreRenderer():
+  """a renderer with tensor cores (tinyc's tables): TC opts build WMMAs on the corpus's float matmuls (Metal's, AMX's)"""
+  from tinyc.codegen.opt import tc
+  r = tinyc.Renderer()
+  r.device, r.tensor_cores = "METAL", tc.metal + tc.amx + tc.cuda_sm80
+  return r
+RENDERERS = [tinyc.ClangRenderer, lambda: tinyc.Device["NULL"].renderer, PythonLanguage, tinyc.CStyleLanguage, TensorCoreRenderer]
 
 pipeline_case = st.fixed_dictionaries({"kernel": st.integers(0, 10**6),
                                        "muts": st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 6), st.integers(0, 10**6)),

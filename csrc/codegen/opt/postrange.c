@@ -9,6 +9,8 @@
 #include "opt.h"
 #include "../../uop/kernel_info.h"
 #include "../../uop/native.h"
+#include "tc.h"
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -28,7 +30,8 @@ typedef struct {
   PyObject *ren;            /* the renderer */
   PyObject *applied_opts;   /* list of Opt */
   PyObject *opt_range;      /* the next axis id a new range gets (tinygrad's itertools.count) */
-  PyObject *dict;           /* instance attributes (tensor_core, ...) */
+  PyObject *tensor_core;    /* the TensorCore the TC opt applied, None before */
+  PyObject *dict;           /* instance attributes */
   char dont_use_locals;
 } SchedulerObject;
 
@@ -629,10 +632,405 @@ fail:
   return ret;
 }
 
-/* TC: tinygrad's checks, then the search for a tensor core. tinyc's renderers have none, where tinygrad finds none
- * either and raises "no tensor core available"; building the WMMA for a renderer that has some is not ported yet. */
+/* ---- TC: tensor cores (tinygrad's _apply_tc_opt) ----
+ * The first REDUCE must be a SUM of a MUL (possibly under a CAST); each tensor core of the renderer whose dtypes match
+ * is tried on the axis-th (in1 range, in0 range, reduce range) choice: pad the three ranges to its dims (opt_level 2),
+ * split them into the warp's locals, the upcasts and the reduce unrolls its opts name, and (use_tc 1) replace the
+ * reduce by a WMMA of the two operands, permuted by the tensor core's swizzle. A choice that fails to pad moves on
+ * to the next tensor core with the AST as the failure left it, as in tinygrad. */
+
+static PyObject *sched_apply_opt(SchedulerObject *s, PyObject *opt_obj, int append_opt);
+static long allow_tf32;   /* tinygrad's ALLOW_TF32 (read at import) */
+
+/* x.arg[0] (new reference) */
+static PyObject *arg_first(PyObject *u) {
+  PyObject *arg = PyObject_GetAttrString(u, "arg"), *ret = arg ? PySequence_GetItem(arg, 0) : NULL;
+  Py_XDECREF(arg);
+  return ret;
+}
+
+/* sorted(items, key=lambda x: x.arg[0], reverse=True); reversing, sorting stably and reversing keeps Python's order of ties */
+static PyObject *sorted_by_id_desc(PyObject *items) {
+  PyObject *rev = PyList_GetSlice(items, 0, PY_SSIZE_T_MAX), *keys = rev ? PyList_New(0) : NULL, *ret = NULL;
+  if (!keys || PyList_Reverse(rev) < 0) goto done;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rev); i++) {
+    PyObject *k = arg_first(PyList_GET_ITEM(rev, i));
+    int err = !k || PyList_Append(keys, k) < 0;
+    Py_XDECREF(k);
+    if (err) goto done;
+  }
+  if ((ret = sorted_by(rev, keys)) && PyList_Reverse(ret) < 0) Py_CLEAR(ret);
+done:
+  Py_XDECREF(rev); Py_XDECREF(keys);
+  return ret;
+}
+
+/* the ranges of a that b does not have, by id descending */
+static PyObject *own_ranges(PyObject *a, PyObject *b) {
+  PyObject *ra = PyObject_GetAttrString(a, "ranges"), *rb = ra ? PyObject_GetAttrString(b, "ranges") : NULL;
+  PyObject *it = rb ? PyObject_GetIter(ra) : NULL, *own = it ? PyList_New(0) : NULL, *r, *ret = NULL;
+  while (own && (r = PyIter_Next(it))) {
+    int in = PySequence_Contains(rb, r);
+    if (in < 0 || (!in && PyList_Append(own, r) < 0)) Py_CLEAR(own);
+    Py_DECREF(r);
+  }
+  if (own && !PyErr_Occurred()) ret = sorted_by_id_desc(own);
+  Py_XDECREF(ra); Py_XDECREF(rb); Py_XDECREF(it); Py_XDECREF(own);
+  return ret;
+}
+
+/* the three TC ranges of one candidate: (in1, in0, reduce) ranges, the choice number `axis` of their product as
+ * Python indexes it (negative from the end). 1 with axes filled, 0 when there is no such choice. */
+static int tc_pick_axes(UOp *red, UOp *in0, UOp *in1, long axis, PyObject *axes[3]) {
+  PyObject *r0 = own_ranges((PyObject *)in0, (PyObject *)in1), *r1 = r0 ? own_ranges((PyObject *)in1, (PyObject *)in0) : NULL;
+  PyObject *rr = r1 ? PyList_New(0) : NULL, *sorted = NULL;
+  int ret = -1;
+  for (uint32_t i = 1; rr && i < red->nsrc; i++) if (PyList_Append(rr, (PyObject *)red->src[i]) < 0) Py_CLEAR(rr);
+  if (!rr || !(sorted = sorted_by_id_desc(rr))) goto done;
+  Py_ssize_t n1 = PyList_GET_SIZE(r1), n0 = PyList_GET_SIZE(r0), nr = PyList_GET_SIZE(sorted);
+  ret = 0;
+  if (!n0 || !n1 || !nr) goto done;
+  long n = (long)(n1 * n0 * nr);
+  if (!(axis < n)) goto done;
+  if (axis < -n) { PyErr_SetString(PyExc_IndexError, "list index out of range"); ret = -1; goto done; }
+  long idx = axis < 0 ? axis + n : axis;
+  axes[0] = Py_NewRef(PyList_GET_ITEM(r1, idx / (n0 * nr)));
+  axes[1] = Py_NewRef(PyList_GET_ITEM(r0, (idx / nr) % n0));
+  axes[2] = Py_NewRef(PyList_GET_ITEM(sorted, idx % nr));
+  ret = 1;
+done:
+  Py_XDECREF(r0); Py_XDECREF(r1); Py_XDECREF(rr); Py_XDECREF(sorted);
+  return ret;
+}
+
+/* self.rngs.index(a), with list.index's ValueError when it is not there */
+static Py_ssize_t rng_index(SchedulerObject *s, PyObject *a) {
+  PyObject *rngs = sched_rngs(s), *i = rngs ? PyObject_CallMethod(rngs, "index", "O", a) : NULL;
+  Py_ssize_t ret = i ? PyLong_AsSsize_t(i) : -1;
+  Py_XDECREF(rngs); Py_XDECREF(i);
+  return ret;
+}
+
+/* the ranges whose size the tensor core's dims do not divide are padded (opt_level 2 only). 1 done, 0 give up on
+ * this tensor core (a KernelOptError, cleared), -1 error. */
+static int tc_pad_axes(SchedulerObject *s, TensorCoreObject *tc, PyObject *axes[3], long opt_level) {
+  for (int i = 0; i < 3; i++) {
+    Py_ssize_t idx = rng_index(s, axes[i]);
+    if (idx < 0) return -1;
+    PyObject *sz = vmax_plus_1(axes[i]), *dim = sz ? PyLong_FromLong(tc->dim[i]) : NULL, *rem = dim ? PyNumber_Remainder(sz, dim) : NULL;
+    int divides = rem ? PyObject_RichCompareBool(rem, PY0, Py_EQ) : -1;
+    Py_XDECREF(sz); Py_XDECREF(rem);
+    if (divides != 0) { Py_XDECREF(dim); if (divides < 0) return -1; continue; }
+    if (opt_level < 2) { Py_DECREF(dim); return 0; }   /* "tc padding requires opt_level >= 2" */
+    PyObject *pidx = PyLong_FromSsize_t(idx), *pad = pidx ? opt_new(optops_members[OPTOPS_PADTO], pidx, dim) : NULL;
+    PyObject *r = pad ? sched_apply_opt(s, pad, 0) : NULL, *rngs = r ? sched_rngs(s) : NULL;
+    Py_XDECREF(pidx); Py_XDECREF(pad); Py_XDECREF(r); Py_DECREF(dim);
+    if (!rngs) {
+      if (!PyErr_ExceptionMatches(KernelOptError)) return -1;
+      PyErr_Clear();   /* PADTO might fail: the next tensor core */
+      return 0;
+    }
+    PyObject *a = PySequence_GetItem(rngs, idx);
+    Py_DECREF(rngs);
+    if (!a) return -1;
+    Py_SETREF(axes[i], a);
+  }
+  return 1;
+}
+
+/* shift_to(axes[d], amount, type, input_new_rng=nr): axes[d] becomes the outer part; the new range appended to ne */
+static int tc_shift(SchedulerObject *s, PyObject *axes[3], int d, long amount, int type, PyObject *nr, PyObject *ne) {
+  PyObject *amt = PyLong_FromLong(amount), *r = amt ? sched_shift_to(s, axes[d], amt, axistype_members[type], 0, nr) : NULL;
+  Py_XDECREF(amt);
+  if (!r) return -1;
+  Py_SETREF(axes[d], Py_NewRef(PyTuple_GET_ITEM(r, 0)));
+  int err = PyList_Append(ne, PyTuple_GET_ITEM(r, 1));
+  Py_DECREF(r);
+  return err;
+}
+
+/* the warp's locals, the upcasts and the reduce unrolls, in the tensor core's order; ne gets the new ranges */
+static int tc_split_axes(SchedulerObject *s, TensorCoreObject *tc, PyObject *axes[3], PyObject *ne) {
+  /* the warp is made whole (one range of all threads), in case later opts move or remove some of its pieces */
+  PyObject *thr = PyLong_FromLong(tc->nthreads), *warp = thr ? PyObject_CallFunctionObjArgs(uop_range_fn, thr, PYM1, AT(WARP), NULL) : NULL;
+  PyObject *two = warp ? PyLong_FromLong(2) : NULL;
+  int err = !two;
+  Py_XDECREF(thr);
+  for (int i = 0; !err && i < tc->nopts; i++) {
+    if (tc->opt_kind[i] == 'u') { err = tc_shift(s, axes, tc->opt_dim[i], 2, AXIS_UPCAST, Py_None, ne) < 0; continue; }
+    PyObject *lane = PyNumber_Remainder(warp, two);
+    err = !lane || tc_shift(s, axes, tc->opt_dim[i], 2, AXIS_LOCAL, lane, ne) < 0;
+    Py_XDECREF(lane);
+    if (!err) { Py_SETREF(warp, PyNumber_FloorDivide(warp, two)); err = !warp; }
+  }
+  for (int i = 0; !err && i < tc->nreduce; i++) err = tc_shift(s, axes, 2, 2, AXIS_UNROLL, Py_None, ne) < 0;
+  Py_XDECREF(warp); Py_XDECREF(two);
+  return err ? -1 : 0;
+}
+
+/* the one REDUCE tagged "TC" (tinygrad's get_single_element, AssertionError otherwise): new reference */
+static UOp *tagged_reduce(SchedulerObject *s) {
+  PyObject *topo = uop_toposort_list((UOp *)s->ast, NULL), *found = topo ? PyList_New(0) : NULL, *tag = PyUnicode_FromString("TC");
+  UOp *ret = NULL;
+  for (Py_ssize_t i = 0; found && tag && i < PyList_GET_SIZE(topo); i++) {
+    UOp *x = (UOp *)PyList_GET_ITEM(topo, i);
+    int is = x->op == OP_REDUCE ? PyObject_RichCompareBool(uop_tag(x), tag, Py_EQ) : 0;
+    if (is < 0 || (is && PyList_Append(found, (PyObject *)x) < 0)) Py_CLEAR(found);
+  }
+  if (found && PyList_GET_SIZE(found) == 1) ret = (UOp *)Py_NewRef(PyList_GET_ITEM(found, 0));
+  else if (found) PyErr_Format(PyExc_AssertionError, "%R must only have 1 element", found);
+  Py_XDECREF(topo); Py_XDECREF(found); Py_XDECREF(tag);
+  return ret;
+}
+
+/* dict(zip(keys, vals)) */
+static PyObject *zip_dict(PyObject *keys, PyObject *vals) {
+  PyObject *d = PyDict_New();
+  Py_ssize_t n = PyList_GET_SIZE(keys) < PyList_GET_SIZE(vals) ? PyList_GET_SIZE(keys) : PyList_GET_SIZE(vals);
+  for (Py_ssize_t i = 0; d && i < n; i++)
+    if (PyDict_SetItem(d, PyList_GET_ITEM(keys, i), PyList_GET_ITEM(vals, i)) < 0) Py_CLEAR(d);
+  return d;
+}
+
+/* [ne[i] for i in argsort(p)]: p a tuple of ints as long as ne */
+static PyObject *argsorted(PyObject *p, PyObject *ne) {
+  Py_ssize_t n = PyTuple_GET_SIZE(p);
+  if (n != PyList_GET_SIZE(ne)) return PyErr_Format(PyExc_ValueError, "tensor core permutation of %zd for %zd ranges", n, PyList_GET_SIZE(ne));
+  Py_ssize_t *order = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1)), *val = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+  PyObject *ret = order && val ? PyList_New(n) : NULL;
+  for (Py_ssize_t i = 0; ret && i < n; i++) {
+    if ((val[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(p, i))) == -1 && PyErr_Occurred()) Py_CLEAR(ret);
+    /* a stable insertion sort of the indices by their value */
+    Py_ssize_t j = i;
+    for (; ret && j > 0 && val[order[j - 1]] > val[i]; j--) order[j] = order[j - 1];
+    order[j] = i;
+  }
+  for (Py_ssize_t i = 0; ret && i < n; i++) PyList_SET_ITEM(ret, i, Py_NewRef(PyList_GET_ITEM(ne, order[i])));
+  if (!order || !val) PyErr_NoMemory();
+  PyMem_Free(order); PyMem_Free(val);
+  return ret;
+}
+
+/* the MUL's two operands of the tagged reduce with the tensor-core ranges tagged, then each operand's ranges permuted
+ * by its swizzle: srcs[0], srcs[1] (new references) */
+static int tc_operands(TensorCoreObject *tc, UOp *red, PyObject *ne, PyObject *srcs[2]) {
+  PyObject *tne = PyList_New(0), *d = NULL, *ret = NULL, *bss = NULL, *perms = NULL;
+  int err = -1;
+  for (Py_ssize_t i = 0; tne && i < PyList_GET_SIZE(ne); i++) {
+    UOp *x = (UOp *)PyList_GET_ITEM(ne, i);
+    PyObject *t = UOp_Check(x) ? (PyObject *)uop_new(x->op, x->dtype, x->src, x->nsrc, x->arg, PY1) : PyErr_Format(PyExc_TypeError, "a tensor core range must be a UOp");
+    if (!t || PyList_Append(tne, t) < 0) Py_CLEAR(tne);
+    Py_XDECREF(t);
+  }
+  if (!tne || !(d = zip_dict(ne, tne)) || !(ret = (PyObject *)uop_substitute(red, d))) goto done;
+  UOp *v = (UOp *)ret;
+  if (v->nsrc && v->src[0]->op == OP_CAST && v->src[0]->nsrc) v = v->src[0]->src[0];
+  else if (v->nsrc) v = v->src[0];
+  if (v == (UOp *)ret || v->nsrc < 2) { PyErr_SetString(PyExc_IndexError, "the tensor core reduce needs a MUL of two operands"); goto done; }
+  if (!(bss = tc_base_shape_str(tc)) || !(perms = tc_permutes_for_shape_str(tc, bss))) goto done;
+  srcs[0] = srcs[1] = NULL;
+  for (int i = 0; i < 2; i++) {
+    PyObject *vals = argsorted(PyTuple_GET_ITEM(perms, i), ne), *sub = vals ? zip_dict(tne, vals) : NULL;
+    srcs[i] = sub ? (PyObject *)uop_substitute(v->src[i], sub) : NULL;
+    Py_XDECREF(vals); Py_XDECREF(sub);
+    if (!srcs[i]) { Py_CLEAR(srcs[0]); goto done; }
+  }
+  err = 0;
+done:
+  Py_XDECREF(tne); Py_XDECREF(d); Py_XDECREF(ret); Py_XDECREF(bss); Py_XDECREF(perms);
+  return err;
+}
+
+/* shape_str_to_axis(names) mapped to the range ids: rngs[shape_str().index(n)].arg[0] for each name (new list) */
+static PyObject *names_to_ids(SchedulerObject *s, PyObject *names) {
+  PyObject *ss = sched_shape_str(s), *rngs = ss ? sched_rngs(s) : NULL, *ret = rngs ? PyList_New(0) : NULL;
+  for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(names); i++) {
+    PyObject *ix = PyObject_CallMethod(ss, "index", "O", PyList_GET_ITEM(names, i));
+    Py_ssize_t j = ix ? PyLong_AsSsize_t(ix) : -1;
+    PyObject *id = j >= 0 ? arg_first(PyList_GET_ITEM(rngs, j)) : NULL;
+    if (!id || PyList_Append(ret, id) < 0) Py_CLEAR(ret);
+    Py_XDECREF(ix); Py_XDECREF(id);
+  }
+  Py_XDECREF(ss); Py_XDECREF(rngs);
+  return ret;
+}
+
+/* tc_upcast_axes: for A, B and C, the first log2(elements_per_thread) of the base upcast axes as (range id, 2) */
+static PyObject *tc_upcast_axes(SchedulerObject *s, TensorCoreObject *tc) {
+  PyObject *names = tc_base_upcast_axes(tc), *ids = names ? names_to_ids(s, names) : NULL, *ret = ids ? PyTuple_New(3) : NULL;
+  for (int i = 0; ret && i < 3; i++) {
+    Py_ssize_t n = (Py_ssize_t)log2((double)tc->ept[i]), m = PyList_GET_SIZE(ids);
+    PyObject *t = PyTuple_New(n < m ? n : m);
+    for (Py_ssize_t j = 0; t && j < PyTuple_GET_SIZE(t); j++) {
+      PyObject *pair = Py_BuildValue("(Oi)", PyList_GET_ITEM(ids, j), 2);
+      if (!pair) Py_CLEAR(t);
+      else PyTuple_SET_ITEM(t, j, pair);
+    }
+    if (!t) Py_CLEAR(ret);
+    else PyTuple_SET_ITEM(ret, i, t);
+  }
+  Py_XDECREF(names); Py_XDECREF(ids);
+  return ret;
+}
+
+/* the reduce ranges of red that are not the tensor core's own (kept in a REDUCE around the WMMA) */
+static PyObject *extra_reduce_ranges(SchedulerObject *s, TensorCoreObject *tc, UOp *red) {
+  PyObject *names = PyList_New(0), *ids = NULL, *topo = NULL, *ret = NULL;
+  if (!names) return NULL;
+  if (red->nsrc < 1) { Py_DECREF(names); return PyErr_Format(PyExc_ValueError, "a REDUCE without sources"); }
+  for (int i = 0; i < tc->nreduce; i++) {
+    PyObject *nm = PyUnicode_FromFormat("r%d", i);
+    int err = !nm || PyList_Append(names, nm) < 0;
+    Py_XDECREF(nm);
+    if (err) goto done;
+  }
+  UOp *sink = (ids = names_to_ids(s, names)) ? uop_new(OP_SINK, DTYPE(VOID), red->src + 1, red->nsrc - 1, NULL, NULL) : NULL;
+  topo = sink ? uop_toposort_list(sink, NULL) : NULL;
+  Py_XDECREF(sink);
+  if (!topo || !(ret = PyList_New(0))) goto done;
+  for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(topo); i++) {
+    PyObject *x = PyList_GET_ITEM(topo, i), *id = ((UOp *)x)->op == OP_RANGE ? arg_first(x) : NULL;
+    int in = id ? PySequence_Contains(ids, id) : ((UOp *)x)->op == OP_RANGE ? -1 : 1;
+    if (in < 0 || (!in && PyList_Append(ret, x) < 0)) Py_CLEAR(ret);
+    Py_XDECREF(id);
+  }
+done:
+  Py_XDECREF(names); Py_XDECREF(ids); Py_XDECREF(topo);
+  return ret;
+}
+
+static DType *vec_of(DType *dt, long n) {
+  if (n > INT32_MAX) { PyErr_SetString(PyExc_ValueError, "tensor core vector too wide"); return NULL; }
+  return n == 1 ? dt : dtype_vec(dt, (int)n);
+}
+
+/* WMMA(CONTRACT(a), CONTRACT(b), 0) under an UNROLL of C's axes, in a REDUCE over the other ranges when there are any */
+static UOp *tc_build_wmma(SchedulerObject *s, TensorCoreObject *tc, UOp *red, PyObject *srcs[2]) {
+  PyObject *ua = tc_upcast_axes(s, tc), *name = ua ? tc_str(tc) : NULL, *dev = name ? ren_attr(s, "device") : NULL, *empty = PyTuple_New(0);
+  PyObject *arg = dev && empty ? PyTuple_Pack(8, name, tc->dims, tc->dtype_in, tc->dtype_out, dev, tc->threads, ua, empty) : NULL;
+  DType *out = (DType *)tc->dtype_out, *vout = arg ? vec_of(out, tc->ept[2]) : NULL;
+  UOp *c[3] = {NULL, NULL, NULL}, *wmma = NULL, *unroll = NULL, *ret = NULL;
+  PyObject *zero = vout ? PyFloat_FromDouble(0.0) : NULL, *extra = NULL;
+  for (int i = 0; zero && i < 2; i++) {
+    UOp *x = (UOp *)srcs[i];
+    DType *vt = vec_of(x->dtype, tc->ept[i]);
+    if (!vt || !(c[i] = uop_new(OP_CONTRACT, vt, &x, 1, PyTuple_GET_ITEM(ua, i), PY1))) goto done;
+  }
+  if (!zero || !(c[2] = uop_const(vout, zero)) || !(wmma = uop_new(OP_WMMA, vout, c, 3, arg, PY1))) goto done;
+  if (!(unroll = uop_new(OP_UNROLL, out, &wmma, 1, PyTuple_GET_ITEM(ua, 2), PY1)) || !(extra = extra_reduce_ranges(s, tc, red))) goto done;
+  if (!PyList_GET_SIZE(extra)) { ret = (UOp *)Py_NewRef(unroll); goto done; }
+  if (PyList_Insert(extra, 0, (PyObject *)unroll) < 0) goto done;
+  ret = uop_new(OP_REDUCE, out, (UOp *const *)PySequence_Fast_ITEMS(extra), PyList_GET_SIZE(extra), ops_members[OP_ADD], NULL);
+done:
+  Py_XDECREF(ua); Py_XDECREF(name); Py_XDECREF(dev); Py_XDECREF(empty); Py_XDECREF(arg); Py_XDECREF(zero); Py_XDECREF(extra);
+  for (int i = 0; i < 3; i++) Py_XDECREF(c[i]);
+  Py_XDECREF(wmma); Py_XDECREF(unroll);
+  return ret;
+}
+
+/* the reduce, tagged "TC" while the ranges move, becomes the WMMA */
+static int tc_replace_reduce(SchedulerObject *s, TensorCoreObject *tc, PyObject *ne) {
+  UOp *red = tagged_reduce(s), *wmma = NULL;
+  PyObject *srcs[2] = {NULL, NULL}, *d = NULL;
+  int err = !red || tc_operands(tc, red, ne, srcs) < 0 || !(wmma = tc_build_wmma(s, tc, red, srcs)) ||
+            !(d = PyDict_New()) || PyDict_SetItem(d, (PyObject *)red, (PyObject *)wmma) < 0 || sched_substitute(s, d) < 0;
+  Py_XDECREF(red); Py_XDECREF(wmma); Py_XDECREF(srcs[0]); Py_XDECREF(srcs[1]); Py_XDECREF(d);
+  return err ? -1 : 0;
+}
+
+/* self.ast with the reduce tagged "TC" */
+static int tag_reduce(SchedulerObject *s, UOp *red) {
+  PyObject *tag = PyUnicode_FromString("TC"), *d = tag ? PyDict_New() : NULL;
+  UOp *t = d ? uop_new(red->op, red->dtype, red->src, red->nsrc, red->arg, tag) : NULL;
+  int err = !t || PyDict_SetItem(d, (PyObject *)red, (PyObject *)t) < 0 || sched_substitute(s, d) < 0;
+  Py_XDECREF(tag); Py_XDECREF(d); Py_XDECREF(t);
+  return err ? -1 : 0;
+}
+
+typedef struct { long axis, opt_level, use_tc; } TCArgs;
+
+/* one tensor core on the reduce: the axes (a new list) when it applies, Py_None when it does not (borrowed), NULL on error */
+static PyObject *tc_try(SchedulerObject *s, TensorCoreObject *tc, UOp *red, UOp *in0, UOp *in1, const TCArgs *a) {
+  PyObject *axes[3] = {NULL, NULL, NULL}, *ne = NULL, *ret = NULL;
+  int picked = tc_pick_axes(red, in0, in1, a->axis, axes);
+  if (picked <= 0) return picked < 0 ? NULL : Py_None;
+  int padded = tag_reduce(s, red) < 0 ? -1 : tc_pad_axes(s, tc, axes, a->opt_level);
+  if (padded <= 0) { ret = padded < 0 ? NULL : Py_None; goto done; }
+  if (!(ne = PyList_New(0)) || tc_split_axes(s, tc, axes, ne) < 0) goto done;
+  if (a->use_tc != 2 && tc_replace_reduce(s, tc, ne) < 0) goto done;
+  Py_XSETREF(s->tensor_core, Py_NewRef((PyObject *)tc));
+  ret = PyList_New(3);
+  for (int i = 0; ret && i < 3; i++) PyList_SET_ITEM(ret, i, Py_NewRef(axes[i]));
+done:
+  for (int i = 0; i < 3; i++) Py_XDECREF(axes[i]);
+  Py_XDECREF(ne);
+  return ret;
+}
+
+/* does tc take these operand dtypes (and, on CUDA/NV, is a float input allowed: TF32 only with ALLOW_TF32) */
+static int tc_fits(SchedulerObject *s, TensorCoreObject *tc, UOp *red, UOp *in0, UOp *in1) {
+  if (!allow_tf32 && tc->dtype_in == (PyObject *)DTYPE(FLOAT32)) {
+    PyObject *dev = ren_attr(s, "device");
+    if (!dev) return -1;
+    int nv = PyUnicode_Check(dev) && (!PyUnicode_CompareWithASCIIString(dev, "CUDA") || !PyUnicode_CompareWithASCIIString(dev, "NV"));
+    Py_DECREF(dev);
+    if (nv) return 0;
+  }
+  return tc->dtype_in == (PyObject *)dtype_scalar(in0->dtype) && tc->dtype_in == (PyObject *)dtype_scalar(in1->dtype) &&
+         tc->dtype_out == (PyObject *)dtype_scalar(red->dtype);
+}
+
+/* the tensor cores to try: all of them (tc_select -1) or the one chosen; each must be a tinyc TensorCore */
+static PyObject *tc_candidates(PyObject *tcs, long tc_select) {
+  PyObject *all = PySequence_List(tcs), *ret = NULL;
+  if (!all) return NULL;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(all); i++)
+    if (!TensorCore_Check(PyList_GET_ITEM(all, i))) {
+      PyErr_Format(PyExc_TypeError, "renderer.tensor_cores must hold tinyc.TensorCore objects, not %R", (PyObject *)Py_TYPE(PyList_GET_ITEM(all, i)));
+      Py_DECREF(all);
+      return NULL;
+    }
+  if (tc_select == -1) return all;
+  if (tc_select < 0 || tc_select >= PyList_GET_SIZE(all)) opt_error("invalid tensor core choice %ld", tc_select);
+  else ret = PyList_GetSlice(all, tc_select, tc_select + 1);
+  Py_DECREF(all);
+  return ret;
+}
+
+/* _apply_tc_opt: the axes, or Py_None (borrowed) when no tensor core applies */
+static PyObject *tc_search(SchedulerObject *s, PyObject *tcs, long tc_select, const TCArgs *a) {
+  PyObject *reduceops = sched_reduceops(s), *cands = NULL, *ret = NULL;
+  if (!reduceops) return NULL;
+  if (!PyList_GET_SIZE(reduceops)) { opt_error("no reduce ops for TensorCore"); goto done; }
+  UOp *red = (UOp *)PyList_GET_ITEM(reduceops, 0);
+  ret = Py_None;
+  if (red->arg != ops_members[OP_ADD] || !red->nsrc) goto done;
+  UOp *mul = red->src[0]->op != OP_CAST ? red->src[0] : red->src[0]->nsrc ? red->src[0]->src[0] : NULL;
+  if (!mul || mul->op != OP_MUL) goto done;
+  if (mul->nsrc != 2) { ret = PyErr_Format(PyExc_ValueError, "not enough values to unpack (expected 2, got %d)", (int)mul->nsrc); goto done; }
+  if (!(cands = tc_candidates(tcs, tc_select))) { ret = NULL; goto done; }
+  for (Py_ssize_t i = 0; ret == Py_None && i < PyList_GET_SIZE(cands); i++) {
+    TensorCoreObject *tc = (TensorCoreObject *)PyList_GET_ITEM(cands, i);
+    int fits = tc_fits(s, tc, red, mul->src[0], mul->src[1]);
+    ret = fits < 0 ? NULL : fits ? tc_try(s, tc, red, mul->src[0], mul->src[1], a) : Py_None;
+  }
+done:
+  Py_XDECREF(reduceops); Py_XDECREF(cands);
+  return ret;
+}
+
+/* an arg item as a long (ints only; bools are ints, as in Python) */
+static int tc_arg_long(PyObject *o, long *out) {
+  PyObject *i = PyNumber_Index(o);
+  if (!i) return -1;
+  *out = PyLong_AsLong(i);
+  Py_DECREF(i);
+  return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* TC: tinygrad's argument checks, then the search; a ValueError on the way is a KernelOptError of its message */
 static PyObject *apply_tc_opt(SchedulerObject *s, OptObject *opt) {
-  PyObject *tcs = NULL, *ret = NULL, *reduceops = NULL, *t0 = NULL, *t1 = NULL, *t2 = NULL, *lo = NULL, *hi = NULL;
+  PyObject *tcs = NULL, *ret = NULL, *t0, *t1, *t2, *lo = NULL, *hi = NULL;
   CHECK(PyList_GET_SIZE(s->applied_opts) == 0, "tensor core opts must be first");
   CHECK(opt->axis != Py_None, "tensor core opts must have an axis");
   CHECK(opt->arg != Py_None && PyTuple_Check(opt->arg) && PyTuple_GET_SIZE(opt->arg) == 3, "tensor core opts must have valid arg");
@@ -646,20 +1044,23 @@ static PyObject *apply_tc_opt(SchedulerObject *s, OptObject *opt) {
   CHECK(b, "tensor core opts must have valid tc_opt");
   a = lt_bool(PY0, t2, Py_LT), b = a > 0 ? lt_bool(t2, lo, Py_LE) : a;
   CHECK(b, "use_tensor_cores value is not valid");
-  /* _apply_tc_opt */
-  if (!(reduceops = sched_reduceops(s))) goto fail;
-  if (!PyList_GET_SIZE(reduceops)) { opt_error("no reduce ops for TensorCore"); goto fail; }
-  UOp *red = (UOp *)PyList_GET_ITEM(reduceops, 0);
-  if (red->arg == ops_members[OP_ADD]) {
-    UOp *mul = red->src[0]->op != OP_CAST ? red->src[0] : red->src[0]->src[0];
-    if (mul->op == OP_MUL) {
-      if (ntc) { PyErr_SetString(PyExc_NotImplementedError, "tensor cores are not supported by tinyc's Scheduler yet"); goto fail; }
-      /* the one choice of an empty list, tc_select == -1, loops over nothing */
-    }
+  long tc_select;
+  TCArgs args = {opt->axis_val, 0, 0};
+  if (tc_arg_long(t0, &tc_select) < 0 || tc_arg_long(t1, &args.opt_level) < 0 || tc_arg_long(t2, &args.use_tc) < 0) goto fail;
+  PyObject *r = tc_search(s, tcs, tc_select, &args);
+  if (!r && PyErr_ExceptionMatches(PyExc_ValueError)) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *msg = value ? PyObject_Str(value) : NULL;
+    if (msg) { PyErr_SetObject(KernelOptError, msg); Py_DECREF(msg); }
+    Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
   }
-  opt_error("no tensor core available");
+  if (!r) goto fail;
+  if (r == Py_None) { opt_error("no tensor core available"); goto fail; }
+  ret = r;
 fail:
-  Py_XDECREF(tcs); Py_XDECREF(reduceops); Py_XDECREF(lo); Py_XDECREF(hi);
+  Py_XDECREF(tcs); Py_XDECREF(lo); Py_XDECREF(hi);
   return ret;
 }
 
@@ -912,6 +1313,7 @@ static int sched_init_fields(SchedulerObject *s, PyObject *ast, PyObject *ren) {
 
 static SchedulerObject *sched_alloc(PyTypeObject *type) {
   SchedulerObject *s = (SchedulerObject *)type->tp_alloc(type, 0);
+  if (s) s->tensor_core = Py_NewRef(Py_None);
   return s;
 }
 
@@ -926,11 +1328,11 @@ static PyObject *Scheduler_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 }
 
 static int Scheduler_traverse(SchedulerObject *s, visitproc visit, void *arg) {
-  Py_VISIT(s->ast); Py_VISIT(s->ren); Py_VISIT(s->applied_opts); Py_VISIT(s->opt_range); Py_VISIT(s->dict);
+  Py_VISIT(s->ast); Py_VISIT(s->ren); Py_VISIT(s->applied_opts); Py_VISIT(s->opt_range); Py_VISIT(s->tensor_core); Py_VISIT(s->dict);
   return 0;
 }
 static int Scheduler_clear(SchedulerObject *s) {
-  Py_CLEAR(s->ast); Py_CLEAR(s->ren); Py_CLEAR(s->applied_opts); Py_CLEAR(s->opt_range); Py_CLEAR(s->dict);
+  Py_CLEAR(s->ast); Py_CLEAR(s->ren); Py_CLEAR(s->applied_opts); Py_CLEAR(s->opt_range); Py_CLEAR(s->tensor_core); Py_CLEAR(s->dict);
   return 0;
 }
 static void Scheduler_dealloc(SchedulerObject *s) {
@@ -956,8 +1358,7 @@ static PyObject *Scheduler_copy(SchedulerObject *s, PyObject *unused) {
   r->dont_use_locals = s->dont_use_locals;
   Py_SETREF(r->applied_opts, PyList_GetSlice(s->applied_opts, 0, PY_SSIZE_T_MAX));
   if (!r->applied_opts) { Py_DECREF(r); return NULL; }
-  PyObject *tc = s->dict ? PyDict_GetItemString(s->dict, "tensor_core") : NULL;
-  if (tc && PyObject_SetAttrString((PyObject *)r, "tensor_core", tc) < 0) { Py_DECREF(r); return NULL; }
+  Py_XSETREF(r->tensor_core, Py_NewRef(s->tensor_core ? s->tensor_core : Py_None));
   return (PyObject *)r;
 }
 
@@ -1107,7 +1508,15 @@ static int Scheduler_set_dont_use_locals(SchedulerObject *s, PyObject *v, void *
   return 0;
 }
 
+static PyObject *Scheduler_get_tensor_core(SchedulerObject *s, void *c) { UNUSED(c); return Py_NewRef(s->tensor_core ? s->tensor_core : Py_None); }
+static int Scheduler_set_tensor_core(SchedulerObject *s, PyObject *v, void *c) {
+  UNUSED(c);
+  Py_XSETREF(s->tensor_core, Py_NewRef(v ? v : Py_None));
+  return 0;
+}
+
 static PyGetSetDef Scheduler_getset[] = {
+  {"tensor_core", (getter)Scheduler_get_tensor_core, (setter)Scheduler_set_tensor_core, "the TensorCore the TC opt applied, or None", NULL},
   {"ast", (getter)Scheduler_get_ast, (setter)Scheduler_set_ast, "the kernel AST (a SINK)", NULL},
   {"ren", (getter)Scheduler_get_ren, NULL, "the renderer", NULL},
   {"applied_opts", (getter)Scheduler_get_applied_opts, (setter)Scheduler_set_applied_opts, "the opts applied so far", NULL},
@@ -1280,6 +1689,7 @@ int tinyc_init_postrange(PyObject *m) {
   static const long pos[] = {-1, 0, 0, 1, 2, 3, 2, 4, 5, -2};
   if (!(axis_letters = axis_dict(letter_axes, letters, 10, false, NULL)) || !(axis_colors = axis_dict(letter_axes, colors, 10, false, NULL)) ||
       !(axis_to_pos = axis_dict(pos_axes, NULL, 10, true, pos)) || !(kernel_cnt = PyDict_New())) return -1;
+  if (env_int("ALLOW_TF32", &allow_tf32) < 0) return -1;
   for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
   if (env_int("BEAM", &beam_amount) < 0) return -1;
   if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||

@@ -64,6 +64,20 @@ def test_get_kernel_actions_identity(ren_name):
   print(f"get_kernel_actions ({ren_name}): {ok}/{n} identical")
   assert n >= 100 and ok == n
 
+@pytest.mark.parametrize("name", ["sm_80", "rdna3", "metal"])
+def test_get_kernel_actions_identity_with_tensor_cores(name):
+  """on renderers with tensor cores (tinygrad's CUDA, AMD and Metal as the oracle), the TC actions apply as in tinygrad"""
+  import test_tc as ttc
+  ok = n = with_tc = 0
+  for kname, ast in ttc.matmuls(ttc.device_of(name)):
+    tk, ck = ttc.schedulers(ast, name)
+    ta, ca = tg_search.get_kernel_actions(tk), search.get_kernel_actions(ck)
+    n += 1
+    with_tc += any(getattr(s, "tensor_core", None) is not None for s in ta.values())
+    ok += sorted(ta) == sorted(ca) and all(ttc.same_state(ta[i], ca[i]) for i in ta)
+  print(f"get_kernel_actions ({name}, tensor cores): {ok}/{n} identical, {with_tc} with a tensor core applied")
+  assert n >= 10 and with_tc >= 3 and ok == n
+
 def test_get_kernel_actions_arguments():
   kname, ast = tp.captured("clang")[0]
   tk, ck = tp.schedulers(ast, "clang")

@@ -5,9 +5,28 @@
 #include "../../uop/uop.h"
 
 /* tinygrad's apply_opts(ast, ren): the kernel with its opts applied (opts_to_apply when the KernelInfo
- * has them, else none: BEAM and the hand-coded heuristics are not here yet) and its name given.
+ * has them, else the hand-coded heuristics unless NOOPT; BEAM is not here yet) and its name given.
  * ren is a renderer object whose attributes (has_local, shared_max, ...) are read. New reference. */
 UOp *postrange_apply_opts(UOp *ast, PyObject *ren);
+
+/* The Scheduler for C callers (heuristic.c, search): k must be a tinyc.Scheduler (TypeError otherwise).
+ * The same functions its Python methods and properties call; new references unless said, NULL on error. */
+#define AXIS_BIT(name) (1u << AXIS_##name)     /* a set of axis types for the *_mask arguments */
+int scheduler_check(PyObject *o);
+PyObject *scheduler_copy(PyObject *k);
+PyObject *scheduler_apply_opt(PyObject *k, PyObject *opt, int append_opt);   /* k.apply_opt(opt, append_opt) */
+PyObject *scheduler_ast(PyObject *k);            /* borrowed */
+PyObject *scheduler_ren(PyObject *k);            /* borrowed */
+PyObject *scheduler_applied_opts(PyObject *k);   /* borrowed: the list itself */
+PyObject *scheduler_rngs(PyObject *k);
+PyObject *scheduler_full_shape(PyObject *k);
+PyObject *scheduler_output_shape(PyObject *k);
+PyObject *scheduler_axes_of(PyObject *k, unsigned mask);
+PyObject *scheduler_ranges_of(PyObject *k, unsigned mask);
+PyObject *scheduler_int_dims(PyObject *k, unsigned mask);    /* upcastable_dims / unrollable_dims by their masks */
+PyObject *scheduler_prod_axes(PyObject *k, unsigned mask);   /* prod(full_shape[a] for a in axes_of(mask)) */
+PyObject *scheduler_reduceop(PyObject *k);
+PyObject *scheduler_bufs(PyObject *k);
 
 int tinyc_init_postrange(PyObject *m);
 

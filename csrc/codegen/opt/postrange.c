@@ -1244,6 +1244,7 @@ static SchedulerObject *choose_opts(SchedulerObject *k, UOp *ast) {
   if (!oa) return NULL;
   int err = 0;
   if (oa != Py_None) err = apply_each(k, oa);
+  /* tinygrad's BEAM >= 1 branch (beam_search) comes here, before the heuristics */
   else if (!noopt_level) {
     int fresh = no_opts_applied(ast), bufz = fresh > 0 ? has_bufferize(ast) : 0;
     if (fresh < 0 || bufz < 0) err = -1;
@@ -1297,7 +1298,7 @@ static PyObject *py_make_images(PyObject *mod, PyObject *args) {
 }
 
 static PyMethodDef postrange_functions[] = {
-  {"apply_opts", py_apply_opts, METH_VARARGS, "apply_opts(ast, ren): the kernel with its opts_to_apply applied and named"},
+  {"apply_opts", py_apply_opts, METH_VARARGS, "apply_opts(ast, ren): the kernel with its opts applied (opts_to_apply, else the heuristics unless NOOPT) and named"},
   {"make_images", py_make_images, METH_VARARGS, "make_images(ast, ren): ast (no image devices in tinyc)"},
   {NULL, NULL, 0, NULL}
 };

@@ -28,13 +28,12 @@ static int read_mv_env(void) {
 /* list[i], borrowed, with the IndexError Python raises */
 static PyObject *item(PyObject *list, Py_ssize_t i) {
   if (!list || !PyList_Check(list)) { if (list) PyErr_SetString(PyExc_TypeError, "expected a list"); return NULL; }
-  if (i < 0) i += PyList_GET_SIZE(list);
   if (i < 0 || i >= PyList_GET_SIZE(list)) { PyErr_SetString(PyExc_IndexError, "list index out of range"); return NULL; }
   return PyList_GET_ITEM(list, i);
 }
-/* list[i] as an index (the axes lists hold ints); -1 with an exception on error */
+/* list[i] as an index (the axes lists hold ints), i < 0 counting from the end; -1 with an exception on error */
 static Py_ssize_t item_index(PyObject *list, Py_ssize_t i) {
-  PyObject *v = item(list, i);
+  PyObject *v = item(list, i < 0 && list && PyList_Check(list) ? i + PyList_GET_SIZE(list) : i);
   return v ? PyLong_AsSsize_t(v) : -1;
 }
 /* u.src[i] of a UOp, borrowed, checked */

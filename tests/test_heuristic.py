@@ -192,3 +192,41 @@ def test_memory_flat():
   for _ in range(2): work()
   gc.collect()
   assert tinyc._C._intern_count() == base
+
+def outcomes(tk, ck):
+  outs = []
+  for fn, k in ((tg_hand_coded, tk), (tinyc.hand_coded_optimizations, ck)):
+    try: outs.append(fn(k))
+    except Exception as e: outs.append(e)
+  return outs
+
+def test_dsp_upcasts():
+  """a renderer whose device is "DSP" upcasts by 128 once, as tinygrad's"""
+  ok = n = 0
+  for kname, ast in captured("clang")[::2]:
+    tr, cr = tg_renderer("clang"), tinyc.ClangRenderer()
+    tr.device = cr.device = "DSP"
+    n += 1
+    ok += same(*outcomes(TgScheduler(ast, tr), tinyc.Scheduler(from_tinygrad(ast), cr)))
+  print(f"\nDSP: {ok}/{n}")
+  assert ok == n
+
+@pytest.mark.parametrize("ren_name", ["clang", "cuda"])
+def test_after_random_opts(ren_name):
+  """the heuristics on kernels that already have a few opts (existing upcasts, locals, groups; TC then refuses)"""
+  import random
+  from test_postrange import random_opt
+  rnd, ok, n = random.Random(5), 0, 0
+  for kname, ast in captured(ren_name)[::2]:
+    tk, ck = TgScheduler(ast, tg_renderer(ren_name)), tinyc.Scheduler(from_tinygrad(ast), tc_renderer(ren_name))
+    tk.convert_loop_to_global(), ck.convert_loop_to_global()
+    for _ in range(2):
+      o = random_opt(rnd, tk)
+      if o.op.name == "TC": continue
+      try: tk.apply_opt(o)
+      except Exception: break
+      ck.apply_opt(_to_tc_arg(o))
+    n += 1
+    ok += same(*outcomes(tk, ck))
+  print(f"\nafter random opts ({ren_name}): {ok}/{n}")
+  assert ok == n

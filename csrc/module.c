@@ -10,6 +10,7 @@
 #include "codegen/codegen.h"
 #include "codegen/opt/opt.h"
 #include "codegen/opt/tc.h"
+#include "codegen/opt/heuristic.h"
 #include "renderers/renderer.h"
 #include "renderers/program_spec.h"
 #include "device.h"
@@ -23,7 +24,7 @@ static int tinyc_init_rule_sets(PyObject *m) {
          tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 || tinyc_init_codegen_simplify(m) < 0 ||
          tinyc_init_expander(m) < 0 || tinyc_init_rangeify(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
          tinyc_init_linearizer(m) < 0 || tinyc_init_renderer_base(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_program_spec(m) < 0 ||
-         tinyc_init_postrange(m) < 0 || tinyc_init_codegen(m) < 0 ? -1 : 0;
+         tinyc_init_postrange(m) < 0 || tinyc_init_heuristic(m) < 0 || tinyc_init_codegen(m) < 0 ? -1 : 0;
 }
 
 /* The device side, after the renderers (each device's pairs make renderers, NullRenderer subclasses ClangRenderer). */

@@ -273,7 +273,9 @@ def run_pipeline(case):
   elif act == 2:
     k = expect_no_bug(tinyc.Scheduler, ast, ren)
     if k is None: return
+    expect_no_bug(tinyc.hand_coded_optimizations, k)
     for o in opts: expect_no_bug(k.apply_opt, o)
+    expect_no_bug(tinyc.hand_coded_optimizations, k)
     for attr in ("full_shape", "shape_len", "axis_types", "colors", "colored_shape", "rngs", "upcasted", "group_for_reduces"):
       expect_no_bug(getattr, k, attr)
     expect_no_bug(k.get_optimized_ast)

@@ -1,7 +1,7 @@
 """tinygrad/codegen/__init__.py: full_rewrite_to_sink and get_program, native in tinyc, against tinygrad 0.12.0.
 
 Every AST of the corpus (tests/corpus.py) goes through tinygrad's get_program and tinyc's with the Clang renderer:
-(a) with no opts (tinygrad under NOOPT=1), (b) with the opts tinygrad's heuristics choose for it, passed as opts=.
+(a) with no opts (tinygrad under NOOPT=1, tinyc given opts=[]), (b) with the opts tinygrad's heuristics choose for it, passed as opts=.
 The rendered C must be byte-identical and the linear uops the very same nodes, in the same order. tinygrad appends
 `nN` to a kernel name it has produced before in the same process (a counter of the process's history), so names are
 compared with that suffix stripped."""
@@ -61,7 +61,7 @@ def rates(results):
 def test_noopt_identity():
   results = []
   for _, ast, tg, _ in tinygrad_programs():
-    tc = get_program(from_tinygrad(ast), REN)
+    tc = get_program(from_tinygrad(ast), REN, opts=[])   # opts=[]: apply none, as tinygrad under NOOPT=1
     results.append((same_source(tg, tc), same_uops(tg, tc)))
   src, uops, n = rates(results)
   print(f"\nno opts: source {src}/{n} = {src/n:.1%}, uops {uops}/{n} = {uops/n:.1%}")

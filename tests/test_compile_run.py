@@ -56,7 +56,7 @@ def heuristic_opts(ast):
 
 def tinyc_program(ast, mode, tg=None):
   """tinyc's compiled program; with opts, those tinygrad applied to its program tg (when it has one)"""
-  opts = None if mode == "noopt" else tc_opts(tg.applied_opts) if tg is not None else heuristic_opts(ast)
+  opts = [] if mode == "noopt" else tc_opts(tg.applied_opts) if tg is not None else heuristic_opts(ast)
   return get_program(from_tinygrad(ast), tinyc.Device["CPU"].renderer, opts=opts)
 
 def inputs_for(p, seed=0):
@@ -148,7 +148,7 @@ def test_corpus_source_is_tinygrads(corpus_runs):
     if isinstance(tc, Exception):   # a bfloat16 kernel: render it with renderers that do not compile, both sides
       assert isinstance(tg, Exception) and is_bfloat16_kernel(ast)
       with Context(NOOPT=int(mode == "noopt")): tg = tg_get_program(ast, TGClangRenderer())
-      tc = get_program(from_tinygrad(ast), tinyc.ClangRenderer(), opts=None if mode == "noopt" else tc_opts(tg.applied_opts))
+      tc = get_program(from_tinygrad(ast), tinyc.ClangRenderer(), opts=[] if mode == "noopt" else tc_opts(tg.applied_opts))
     assert strip_counter(tc.function_name) == strip_counter(tg.function_name), name
     assert plain_name(tc.name) == plain_name(tg.name), name
     assert tc.src.replace(tc.function_name, strip_counter(tc.function_name)) == \
@@ -197,7 +197,7 @@ def test_worker_pool_compiles_parent_runs(corpus_runs, tmp_path, monkeypatch):
   for name in BATCH:
     for mode in MODES:
       ast, tg, _, _ = corpus_runs[(name, mode)]
-      work.append((name, mode, tg, from_tinygrad(ast), None if mode == "noopt" else tc_opts(tg.applied_opts)))
+      work.append((name, mode, tg, from_tinygrad(ast), [] if mode == "noopt" else tc_opts(tg.applied_opts)))
   monkeypatch.setenv("TINYC_CACHEDB", str(tmp_path / "pool.db"))   # the workers start with a cold cache
   t0, s0 = time.perf_counter(), stats()
   with spawn_pool(2) as pool:

@@ -134,13 +134,15 @@ def test_heuristic_opts_one_by_one(ren_name):
 
 @pytest.mark.parametrize("ren_name", ["clang", "cuda"])
 def test_apply_opts(ren_name):
-  """NOOPT=1 tinygrad vs _C.apply_opts; and with opts_to_apply set to the heuristic's choice"""
+  """tinygrad's apply_opts vs _C.apply_opts: by default (the heuristics; no tensor cores on either side), and with
+  opts_to_apply set to the heuristic's choice"""
   ok = n = 0
   for kname, ast, opts in heuristic_opts(ren_name):
     tg_ren = RENDERERS[ren_name]()
+    tg_ren.tensor_cores = []
     for inp in (ast, ast.replace(arg=TgKernelInfo(opts_to_apply=tuple(opts))), ast.replace(arg=TgKernelInfo(name="mine", opts_to_apply=tuple(opts)))):
       reset_counters()
-      with Context(NOOPT=1): t = tg_apply_opts(inp, tg_ren)
+      t = tg_apply_opts(inp, tg_ren)
       c = _C.apply_opts(from_tinygrad(inp), tc_renderer_like(tg_ren))
       n += 1
       ok += from_tinygrad(t) is c and _C.apply_opts(c, tc_renderer_like(tg_ren)) is c and _C.make_images(c, tc_renderer_like(tg_ren)) is c

@@ -4,8 +4,8 @@
  * The pass list is data: each pass names its rule sets (tinygrad's names, registered by the files of
  * the passes) and the context its rules read; their concatenation is built once, on first use.
  * The environment switches tinygrad reads here (DEVECTORIZE, TRANSCENDENTAL; SPEC in spec.c) are read once at
- * import, as tinygrad's ContextVars read the environment. NOOPT has nothing to switch off yet: with no
- * opts given, apply_opts applies none (the hand-coded heuristics arrive later), as tinygrad under NOOPT=1. */
+ * import, as tinygrad's ContextVars read the environment. With no opts given, apply_opts (postrange.c) chooses them
+ * as tinygrad does: the hand-coded heuristics unless NOOPT; opts=[] applies none. */
 #include "codegen.h"
 #include "../uop/form.h"
 #include "opt/opt.h"

@@ -352,6 +352,8 @@ static PyObject *backward_slice(UOp *u) {
   return d;
 }
 
+PyObject *uop_backward_slice(UOp *u) { return backward_slice(u); }
+
 static PyObject *UOp_toposort(UOp *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"gate", NULL};
   PyObject *gate = Py_None;

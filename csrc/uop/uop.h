@@ -94,6 +94,7 @@ PyObject *uop_broadcast(UOp *self, long count);   /* u.broadcast(count) */
  * New references unless said otherwise; NULL (or -1) with an exception set on error. */
 /* u.split_uop(sep): the leaves of a tree of sep ops, left to right, appended to out (borrowed: they live under u) */
 int uop_split_uop(UOp *u, Op sep, PtrVec *out);
+PyObject *uop_backward_slice(UOp *u);                /* u.backward_slice: a dict (borrowed: cached on u) */
 PyObject *uop_split_uop_list(UOp *u, Op sep);       /* list(u.split_uop(sep)) */
 PyObject *uop_const_factor(UOp *u);                 /* u.const_factor(): a Python int */
 PyObject *uop_divides(UOp *u, PyObject *v);         /* u.divides(v): the quotient UOp, or None */

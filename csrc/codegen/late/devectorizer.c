@@ -172,6 +172,10 @@ static int emit_runs(UOp *midx, PyObject *offs, UList *ret, PyObject *idxs, long
 
 /* a VECTORIZE of pointer INDEXes into one buffer: group consecutive offsets into vector pointers, PTRCAT, GEP */
 RULE(fold_expanded_index, midx) {
+  /* every lane is read as INDEX(buf, idx): a lane with fewer sources is tinygrad's IndexError, not a read past them */
+  for (int i = 0; i < (int)midx->nsrc; i++)
+    if (midx->src[i]->nsrc < 2) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); return NULL; }
+  if (!midx->nsrc) return NULL;
   UOp *buf = midx->src[0]->src[0], *r = NULL;
   for (int i = 0; i < (int)midx->nsrc; i++) {
     if (midx->src[i]->src[0] != buf || !midx->src[i]->dtype->is_ptr) return NULL;

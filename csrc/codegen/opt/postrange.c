@@ -7,6 +7,7 @@
 #include "postrange.h"
 #include "../../uop/form.h"
 #include "opt.h"
+#include "heuristic.h"
 #include "../../uop/kernel_info.h"
 #include "../../uop/native.h"
 #include "tc.h"
@@ -1412,6 +1413,19 @@ static PyObject *Scheduler_axes_of(SchedulerObject *s, PyObject *args) {
   axis_mask(args, &mask);
   return sched_axes_of_mask(s, mask);
 }
+/* ranges_of: the ranges whose axis type is in the mask, in rngs order */
+static PyObject *sched_ranges_of_mask(SchedulerObject *s, unsigned mask) {
+  PyObject *rngs = sched_rngs(s), *ret = rngs ? PyList_New(0) : NULL;
+  for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(rngs); i++) {
+    PyObject *at = arg_last(PyList_GET_ITEM(rngs, i));
+    bool in = false;
+    for (int a = 1; at && a < AXIS_COUNT; a++) if ((mask >> a & 1) && at == axistype_members[a]) in = true;
+    if (!at || (in && PyList_Append(ret, PyList_GET_ITEM(rngs, i)) < 0)) Py_CLEAR(ret);
+    Py_XDECREF(at);
+  }
+  Py_XDECREF(rngs);
+  return ret;
+}
 static PyObject *Scheduler_ranges_of(SchedulerObject *s, PyObject *args) {
   READY(s);
   PyObject *rngs = sched_rngs(s), *ret = rngs ? PyList_New(0) : NULL;
@@ -1472,8 +1486,7 @@ GETTER(shape_len, len_getter(s, ~0u))
 GETTER(upcasted, len_getter(s, M(UPCAST) | M(UNROLL)))
 GETTER(group_for_reduces, len_getter(s, M(GROUP_REDUCE)))
 
-static PyObject *Scheduler_get_output_shape(SchedulerObject *s, void *c) {
-  UNUSED(c); READY(s);
+static PyObject *sched_output_shape(SchedulerObject *s) {
   PyObject *fs = sched_full_shape(s), *types = fs ? sched_axis_types(s) : NULL, *ret = types ? PyList_New(0) : NULL;
   for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(fs); i++) {
     PyObject *t = PyList_GET_ITEM(types, i);
@@ -1483,6 +1496,7 @@ static PyObject *Scheduler_get_output_shape(SchedulerObject *s, void *c) {
   Py_XDECREF(fs); Py_XDECREF(types);
   return ret;
 }
+static PyObject *Scheduler_get_output_shape(SchedulerObject *s, void *c) { UNUSED(c); READY(s); return sched_output_shape(s); }
 
 static PyObject *Scheduler_get_ast(SchedulerObject *s, void *c) { UNUSED(c); READY(s); return Py_NewRef(s->ast); }
 static int Scheduler_set_ast(SchedulerObject *s, PyObject *v, void *c) {
@@ -1571,39 +1585,117 @@ static PyTypeObject Scheduler_Type = {
   .tp_getset = Scheduler_getset,
 };
 
-/* ---- the Scheduler as C calls (postrange.h) ---- */
+/* ---- the Scheduler for C callers (heuristic.c, search.c): the same functions its Python methods call ---- */
 
-int scheduler_check(PyObject *s) {
-  if (!PyObject_TypeCheck(s, &Scheduler_Type)) {
-    PyErr_Format(PyExc_TypeError, "expected a Scheduler, got %.100s", Py_TYPE(s)->tp_name);
-    return -1;
-  }
-  return sched_ready((SchedulerObject *)s);
+int scheduler_check(PyObject *o) { return PyObject_TypeCheck(o, &Scheduler_Type); }
+static SchedulerObject *ready_sched(PyObject *k) {
+  if (!scheduler_check(k)) { PyErr_Format(PyExc_TypeError, "need a tinyc.Scheduler, not %.100s", Py_TYPE(k)->tp_name); return NULL; }
+  return sched_ready((SchedulerObject *)k) < 0 ? NULL : (SchedulerObject *)k;
 }
-PyObject *scheduler_copy(PyObject *s) { return scheduler_check(s) < 0 ? NULL : Scheduler_copy((SchedulerObject *)s, NULL); }
-PyObject *scheduler_apply_opt(PyObject *s, PyObject *opt) { return scheduler_check(s) < 0 ? NULL : sched_apply_opt((SchedulerObject *)s, opt, 1); }
-int scheduler_real_axis(PyObject *s, PyObject *opt, Py_ssize_t *out) {
-  if (scheduler_check(s) < 0) return -1;
+#define SCHED_OR_NULL(k) SchedulerObject *s_ = ready_sched(k); if (!s_) return NULL
+PyObject *scheduler_copy(PyObject *k) { SCHED_OR_NULL(k); return Scheduler_copy(s_, NULL); }
+PyObject *scheduler_apply_opt(PyObject *k, PyObject *opt, int append_opt) { SCHED_OR_NULL(k); return sched_apply_opt(s_, opt, append_opt); }
+PyObject *scheduler_ast(PyObject *k) { SCHED_OR_NULL(k); return s_->ast; }
+PyObject *scheduler_ren(PyObject *k) { SCHED_OR_NULL(k); return s_->ren; }
+PyObject *scheduler_applied_opts(PyObject *k) { SCHED_OR_NULL(k); return s_->applied_opts; }
+PyObject *scheduler_rngs(PyObject *k) { SCHED_OR_NULL(k); return sched_rngs(s_); }
+PyObject *scheduler_full_shape(PyObject *k) { SCHED_OR_NULL(k); return sched_full_shape(s_); }
+PyObject *scheduler_output_shape(PyObject *k) { SCHED_OR_NULL(k); return sched_output_shape(s_); }
+PyObject *scheduler_axes_of(PyObject *k, unsigned mask) { SCHED_OR_NULL(k); return sched_axes_of_mask(s_, mask); }
+PyObject *scheduler_ranges_of(PyObject *k, unsigned mask) { SCHED_OR_NULL(k); return sched_ranges_of_mask(s_, mask); }
+PyObject *scheduler_int_dims(PyObject *k, unsigned mask) { SCHED_OR_NULL(k); return sched_int_dims(s_, mask); }
+PyObject *scheduler_prod_axes(PyObject *k, unsigned mask) { SCHED_OR_NULL(k); return sched_prod_axes(s_, mask); }
+PyObject *scheduler_reduceop(PyObject *k) { SCHED_OR_NULL(k); return sched_reduceop(s_); }
+PyObject *scheduler_bufs(PyObject *k) { SCHED_OR_NULL(k); return sched_bufs(s_); }
+PyObject *scheduler_axis_types(PyObject *k) { SCHED_OR_NULL(k); return sched_axis_types(s_); }
+int scheduler_real_axis(PyObject *k, PyObject *opt, Py_ssize_t *out) {
+  SchedulerObject *s = ready_sched(k);
+  if (!s) return -1;
   if (!Opt_Check(opt)) { PyErr_SetString(PyExc_TypeError, "real_axis needs an Opt"); return -1; }
-  return sched_real_axis((SchedulerObject *)s, (OptObject *)opt, out);
+  return sched_real_axis(s, (OptObject *)opt, out);
 }
-PyObject *scheduler_full_shape(PyObject *s) { return scheduler_check(s) < 0 ? NULL : sched_full_shape((SchedulerObject *)s); }
-PyObject *scheduler_axis_types(PyObject *s) { return scheduler_check(s) < 0 ? NULL : sched_axis_types((SchedulerObject *)s); }
-PyObject *scheduler_get_optimized_ast(PyObject *s, const char *name_override) {
-  if (scheduler_check(s) < 0) return NULL;
+PyObject *scheduler_get_optimized_ast(PyObject *k, const char *name_override) {
+  SCHED_OR_NULL(k);
   PyObject *name = name_override ? PyUnicode_FromString(name_override) : Py_NewRef(Py_None);
-  PyObject *ret = name ? sched_get_optimized_ast((SchedulerObject *)s, name) : NULL;
+  PyObject *ret = name ? sched_get_optimized_ast(s_, name) : NULL;
   Py_XDECREF(name);
   return ret;
 }
-PyObject *scheduler_ast(PyObject *s) { return ((SchedulerObject *)s)->ast; }
-PyObject *scheduler_ren(PyObject *s) { return ((SchedulerObject *)s)->ren; }
-PyObject *scheduler_applied_opts(PyObject *s) { return ((SchedulerObject *)s)->applied_opts; }
 
 /* ---- apply_opts, make_images ---- */
 
+static long noopt_level;   /* tinygrad's NOOPT, read at import as its ContextVar */
+static long beam_amount;   /* BEAM, likewise */
 PyObject *(*postrange_beam_hook)(PyObject *k, UOp *ast, PyObject *ren, long amt);
-static long beam_amount;   /* BEAM, read at import as tinygrad's ContextVar */
+
+/* opts_to_apply of the KernelInfo: a new reference, None when there is no KernelInfo */
+static PyObject *opts_to_apply(UOp *ast) {
+  return ast->arg == Py_None ? Py_NewRef(Py_None) : PyObject_GetAttrString(ast->arg, "opts_to_apply");
+}
+
+static int apply_each(SchedulerObject *k, PyObject *opts) {
+  PyObject *seq = PySequence_Fast(opts, "opts_to_apply must be a sequence");
+  if (!seq) return -1;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    PyObject *r = sched_apply_opt(k, PySequence_Fast_GET_ITEM(seq, i), 1);
+    if (!r) { Py_DECREF(seq); return -1; }
+    Py_DECREF(r);
+  }
+  Py_DECREF(seq);
+  return 0;
+}
+
+/* the heuristics run on a kernel no opts were applied to yet (no KernelInfo, or applied_opts == ()) */
+static int no_opts_applied(UOp *ast) {
+  if (ast->arg == Py_None) return 1;
+  PyObject *ao = PyObject_GetAttrString(ast->arg, "applied_opts"), *empty = ao ? PyTuple_New(0) : NULL;
+  int ret = empty ? PyObject_RichCompareBool(ao, empty, Py_EQ) : -1;
+  Py_XDECREF(ao); Py_XDECREF(empty);
+  return ret;
+}
+
+/* hand_coded_optimizations does not do kernels of several blocks (a BUFFERIZE inside) */
+static int has_bufferize(UOp *ast) {
+  PyObject *bs = uop_backward_slice(ast), *key, *val;
+  Py_ssize_t pos = 0;
+  if (!bs) return -1;
+  while (PyDict_Next(bs, &pos, &key, &val)) if (UOp_Check(key) && ((UOp *)key)->op == OP_BUFFERIZE) return 1;
+  return 0;
+}
+
+/* the opts tinygrad's apply_opts chooses: the explicit ones, else BEAM's search, else the heuristics unless NOOPT */
+static SchedulerObject *choose_opts(SchedulerObject *k, UOp *ast, PyObject *ren) {
+  PyObject *oa = opts_to_apply(ast);
+  if (!oa) return NULL;
+  int err = 0;
+  if (oa != Py_None) err = apply_each(k, oa);
+  else if (beam_amount >= 1 && postrange_beam_hook) {
+    PyObject *best = postrange_beam_hook((PyObject *)k, ast, ren, beam_amount);
+    Py_DECREF(oa);
+    Py_DECREF(k);
+    return (SchedulerObject *)best;
+  } else if (!noopt_level) {
+    int fresh = no_opts_applied(ast), bufz = fresh > 0 ? has_bufferize(ast) : 0;
+    if (fresh < 0 || bufz < 0) err = -1;
+    else if (fresh && !bufz) {
+      PyObject *h = hand_coded_optimizations((PyObject *)k);
+      Py_DECREF(oa);
+      Py_DECREF(k);
+      return (SchedulerObject *)h;
+    }
+  }
+  Py_DECREF(oa);
+  if (err) { Py_DECREF(k); return NULL; }
+  return k;
+}
+
+/* the name the optimized kernel keeps: the KernelInfo's, unless it is the default "test" */
+static PyObject *kept_name(UOp *ast) {
+  if (ast->arg == Py_None) return Py_NewRef(Py_None);
+  PyObject *n = PyObject_GetAttrString(ast->arg, "name");
+  if (n && PyUnicode_Check(n) && PyUnicode_CompareWithASCIIString(n, "test") == 0) Py_SETREF(n, Py_NewRef(Py_None));
+  return n;
+}
 
 UOp *postrange_apply_opts(UOp *ast, PyObject *ren) {
   if (uop_tag(ast) != Py_None) return (UOp *)Py_NewRef(ast);
@@ -1611,27 +1703,10 @@ UOp *postrange_apply_opts(UOp *ast, PyObject *ren) {
   SchedulerObject *k = args ? (SchedulerObject *)Scheduler_new(&Scheduler_Type, args, NULL) : NULL;
   Py_XDECREF(args);
   if (!k) return NULL;
-  PyObject *ret = NULL, *oa = NULL, *name = NULL, *seq = NULL;
-  if (sched_convert_loop_to_global(k) < 0) goto done;
-  if (ast->arg != Py_None && !(oa = PyObject_GetAttrString(ast->arg, "opts_to_apply"))) goto done;
-  if (oa && oa != Py_None) {
-    if (!(seq = PySequence_Fast(oa, "opts_to_apply must be a sequence"))) goto done;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-      PyObject *r = sched_apply_opt(k, PySequence_Fast_GET_ITEM(seq, i), 1);
-      if (!r) goto done;
-      Py_DECREF(r);
-    }
-  } else if (beam_amount >= 1 && postrange_beam_hook) {
-    PyObject *best = postrange_beam_hook((PyObject *)k, ast, ren, beam_amount);
-    if (!best) goto done;
-    Py_SETREF(k, (SchedulerObject *)best);
-  }
-  /* hand_coded_optimizations come later: without them, the kernel is what tinygrad's NOOPT=1 gives */
-  if (ast->arg != Py_None && !(name = PyObject_GetAttrString(ast->arg, "name"))) goto done;
-  int is_test = !name || (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "test") == 0);
-  ret = sched_get_optimized_ast(k, is_test ? Py_None : name);
-done:
-  Py_XDECREF(oa); Py_XDECREF(seq); Py_XDECREF(name); Py_DECREF(k);
+  if (sched_convert_loop_to_global(k) < 0 || !(k = choose_opts(k, ast, ren))) { Py_XDECREF(k); return NULL; }
+  PyObject *ret = NULL, *name = ready_sched((PyObject *)k) ? kept_name(ast) : NULL;
+  if (name) ret = sched_get_optimized_ast(k, name);
+  Py_XDECREF(name); Py_DECREF(k);
   return (UOp *)ret;
 }
 
@@ -1652,7 +1727,7 @@ static PyObject *py_make_images(PyObject *mod, PyObject *args) {
 }
 
 static PyMethodDef postrange_functions[] = {
-  {"apply_opts", py_apply_opts, METH_VARARGS, "apply_opts(ast, ren): the kernel with its opts_to_apply applied and named"},
+  {"apply_opts", py_apply_opts, METH_VARARGS, "apply_opts(ast, ren): the kernel with its opts applied (opts_to_apply, else BEAM, else the heuristics unless NOOPT) and named"},
   {"make_images", py_make_images, METH_VARARGS, "make_images(ast, ren): ast (no image devices in tinyc)"},
   {NULL, NULL, 0, NULL}
 };
@@ -1690,8 +1765,9 @@ int tinyc_init_postrange(PyObject *m) {
   if (!(axis_letters = axis_dict(letter_axes, letters, 10, false, NULL)) || !(axis_colors = axis_dict(letter_axes, colors, 10, false, NULL)) ||
       !(axis_to_pos = axis_dict(pos_axes, NULL, 10, true, pos)) || !(kernel_cnt = PyDict_New())) return -1;
   if (env_int("ALLOW_TF32", &allow_tf32) < 0) return -1;
-  for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
+  if (env_int("NOOPT", &noopt_level) < 0) return -1;
   if (env_int("BEAM", &beam_amount) < 0) return -1;
+  for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
   if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||
       !(uop_invalid_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "invalid"))) return -1;
   PatternMatcher *rt = pm_from_defs(remove_tags_defs, N(remove_tags_defs));

@@ -5,22 +5,32 @@
 #include "../../uop/uop.h"
 
 /* tinygrad's apply_opts(ast, ren): the kernel with its opts applied (opts_to_apply when the KernelInfo
- * has them, else none: BEAM and the hand-coded heuristics are not here yet) and its name given.
+ * has them, else BEAM's search when BEAM>=1, else the hand-coded heuristics unless NOOPT) and its name given.
  * ren is a renderer object whose attributes (has_local, shared_max, ...) are read. New reference. */
 UOp *postrange_apply_opts(UOp *ast, PyObject *ren);
 
-/* The Scheduler as C calls, for search.c. Each checks s is a Scheduler that is initialised (TypeError/RuntimeError). */
-int scheduler_check(PyObject *s);
-PyObject *scheduler_copy(PyObject *s);                                  /* s.copy() */
-PyObject *scheduler_apply_opt(PyObject *s, PyObject *opt);              /* s.apply_opt(opt) */
-int scheduler_real_axis(PyObject *s, PyObject *opt, Py_ssize_t *out);   /* s.real_axis(opt.op, opt.axis): 0 or -1 */
-PyObject *scheduler_full_shape(PyObject *s);                            /* a new list */
-PyObject *scheduler_axis_types(PyObject *s);                            /* a new list */
-PyObject *scheduler_get_optimized_ast(PyObject *s, const char *name_override);   /* NULL name: tinygrad's own */
-/* borrowed: the current AST, the renderer, the list of applied opts (valid after scheduler_check) */
-PyObject *scheduler_ast(PyObject *s);
-PyObject *scheduler_ren(PyObject *s);
-PyObject *scheduler_applied_opts(PyObject *s);
+/* The Scheduler for C callers (heuristic.c, search): k must be a tinyc.Scheduler (TypeError otherwise).
+ * The same functions its Python methods and properties call; new references unless said, NULL on error. */
+#define AXIS_BIT(name) (1u << AXIS_##name)     /* a set of axis types for the *_mask arguments */
+int scheduler_check(PyObject *o);
+PyObject *scheduler_copy(PyObject *k);
+PyObject *scheduler_apply_opt(PyObject *k, PyObject *opt, int append_opt);   /* k.apply_opt(opt, append_opt) */
+PyObject *scheduler_ast(PyObject *k);            /* borrowed */
+PyObject *scheduler_ren(PyObject *k);            /* borrowed */
+PyObject *scheduler_applied_opts(PyObject *k);   /* borrowed: the list itself */
+PyObject *scheduler_rngs(PyObject *k);
+PyObject *scheduler_full_shape(PyObject *k);
+PyObject *scheduler_output_shape(PyObject *k);
+PyObject *scheduler_axes_of(PyObject *k, unsigned mask);
+PyObject *scheduler_ranges_of(PyObject *k, unsigned mask);
+PyObject *scheduler_int_dims(PyObject *k, unsigned mask);    /* upcastable_dims / unrollable_dims by their masks */
+PyObject *scheduler_prod_axes(PyObject *k, unsigned mask);   /* prod(full_shape[a] for a in axes_of(mask)) */
+PyObject *scheduler_reduceop(PyObject *k);
+PyObject *scheduler_bufs(PyObject *k);
+/* and for search.c */
+int scheduler_real_axis(PyObject *k, PyObject *opt, Py_ssize_t *out);   /* k.real_axis(opt.op, opt.axis): 0 or -1 */
+PyObject *scheduler_axis_types(PyObject *k);
+PyObject *scheduler_get_optimized_ast(PyObject *k, const char *name_override);   /* NULL name: tinygrad's own */
 
 /* apply_opts under BEAM>=1: set by search.c, which sits above this layer (tinygrad's apply_opts imports search inside
  * the function). Gets the Scheduler, the AST and the renderer, and BEAM's amount; returns the chosen Scheduler. */

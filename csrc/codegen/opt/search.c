@@ -181,7 +181,7 @@ static PyObject *kernel_actions(PyObject *s, int include_0, PyObject *max_up, Py
     int skip = skip_action(s, (OptObject *)a, seq);
     if (skip < 0) goto fail;
     if (skip) continue;
-    PyObject *s2 = scheduler_copy(s), *r = s2 ? scheduler_apply_opt(s2, a) : NULL;
+    PyObject *s2 = scheduler_copy(s), *r = s2 ? scheduler_apply_opt(s2, a, 1) : NULL;
     int keep = r ? within_limits(s2, up, lcl) : cleared_opt_error() ? 0 : -1;
     PyObject *key = keep > 0 ? PyLong_FromSsize_t(i + 1) : NULL;
     if (keep > 0 && (!key || PyDict_SetItem(acted, key, s2) < 0)) keep = -1;
@@ -811,7 +811,7 @@ static PyObject *from_cache(PyObject *s, PyObject *key) {
   if (!seq) { PyErr_Clear(); Py_RETURN_NONE; }   /* an entry that does not unpickle is a miss */
   PyObject *ret = scheduler_copy(s), *applied = ret ? scheduler_applied_opts(ret) : NULL;
   for (Py_ssize_t i = applied ? PyList_GET_SIZE(applied) : 0; ret && i < PySequence_Fast_GET_SIZE(seq); i++) {
-    PyObject *r = scheduler_apply_opt(ret, PySequence_Fast_GET_ITEM(seq, i));
+    PyObject *r = scheduler_apply_opt(ret, PySequence_Fast_GET_ITEM(seq, i), 1);
     if (!r) Py_CLEAR(ret);
     Py_XDECREF(r);
   }
@@ -945,7 +945,7 @@ static bool stderr_is_tty(void) {
 typedef struct { PyObject *acts, *timer, *on_step, *executor; } Hooks;
 
 static PyObject *beam_search(PyObject *s, PyObject *rawbufs, int amt, int allow_test_size, int disable_cache, const Hooks *h) {
-  if (scheduler_check(s) < 0) return NULL;
+  if (!scheduler_applied_opts(s)) return NULL;   /* a ready Scheduler, else TypeError/RuntimeError */
   if (amt < 1) return PyErr_Format(PyExc_ValueError, "beam_search needs amt >= 1, got %d", amt);
   PyObject *key = cache_key(s, amt, allow_test_size);
   if (!key) return NULL;
@@ -1006,7 +1006,7 @@ static PyObject *py_get_kernel_actions(PyObject *mod, PyObject *args, PyObject *
   PyObject *s, *max_up = Py_None, *acts = actions;
   int include_0 = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pOO:get_kernel_actions", kwlist, &s, &include_0, &max_up, &acts)) return NULL;
-  if (scheduler_check(s) < 0) return NULL;
+  if (!scheduler_applied_opts(s)) return NULL;   /* a ready Scheduler, else TypeError/RuntimeError */
   return kernel_actions(s, include_0, max_up, acts == Py_None ? actions : acts);
 }
 

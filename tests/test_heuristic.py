@@ -3,8 +3,8 @@ default choice of apply_opts (the heuristics unless NOOPT) seen through get_prog
 
 The kernels are the corpus kernels at the input of tinygrad's apply_opts (as tests/test_postrange.py captures them),
 plus a few built here so that every step of the heuristics runs: a vector-matrix product (matvec: GROUP, LOCAL, UPCAST),
-a stack (masked upcasts) and a big elementwise kernel (threads on the CPU). Tensor cores are off on both sides:
-tinygrad's CUDARenderer gets tensor_cores=[] (tinyc's renderers have none yet)."""
+a stack (masked upcasts) and a big elementwise kernel (threads on the CPU). Tensor cores are off on both sides for those
+(tinygrad's CUDARenderer gets tensor_cores=[]); on renderers with tensor cores the kernels are tests/test_tc.py's."""
 import functools, os, subprocess, sys
 import pytest
 import tinyc
@@ -98,6 +98,27 @@ def test_hand_coded_optimizations_identity(ren_name):
   assert n >= 110 and ok == n, bad
   need = {"clang": {"UPCAST", "UNROLL", "THREAD"}, "cuda": {"UPCAST", "UNROLL", "LOCAL", "GROUP", "GROUPTOP"}}[ren_name]
   assert need <= set(kinds)
+
+@pytest.mark.parametrize("name", ["sm_80", "sm_89", "rdna3", "rdna4", "cdna3", "metal"])
+def test_hand_coded_optimizations_identity_with_tensor_cores(name):
+  """on renderers with tensor cores (tinygrad's CUDA, AMD and Metal renderers as the oracle, tinyc's from its own tables;
+  see tests/test_tc.py), the heuristics try the tensor cores first and pick tinygrad's opts"""
+  import test_tc as ttc
+  ok = n = with_tc = 0
+  bad = []
+  dev = ttc.device_of(name)
+  for kname, ast in ttc.matmuls(dev) + [c for c in ttc.captured(dev) if c not in ttc.matmuls(dev)][::3]:
+    tk, ck = ttc.schedulers(ast, name)
+    t, c = outcomes(tk, ck)
+    n += 1
+    if isinstance(t, Exception) or isinstance(c, Exception): good = type(t).__name__ == type(c).__name__
+    else:
+      good = ttc.same_state(t, c)
+      with_tc += any(o.op.name == "TC" for o in t.applied_opts)
+    ok += good
+    if not good: bad.append(kname)
+  print(f"\nhand_coded_optimizations ({name}, tensor cores): {ok}/{n} = {ok/n:.1%}, {with_tc} with a TC opt")
+  assert n >= 40 and with_tc >= 3 and ok == n, bad
 
 def a_matvec():
   """the first kernel tinygrad's matvec step takes (GROUP, LOCAL, UPCAST)"""

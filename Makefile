@@ -16,15 +16,18 @@ SAN_LIBS = $(shell gcc -print-file-name=libasan.so):$(shell gcc -print-file-name
 SAN_ENV = PYTHONPATH=$(CURDIR)/$(ASAN_LIB) PATH=$(CURDIR)/tests/sanitizer_bin:$$PATH CPU=1 PYTHONMALLOC=malloc LD_PRELOAD=$(SAN_LIBS) \
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:quarantine_size_mb=16 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+# BEAM's threads and its failure paths, the heuristics' and tensor cores' bad input and memory (the whole of these files
+# under ASan is slow: their searches and identity sweeps compile and rewrite hundreds of kernels)
+BEAM_ASAN_TESTS := $(addprefix tests/test_search.py::,test_get_kernel_actions_arguments test_custom_actions_timer_and_on_step \
+  test_parallel_compiles_give_the_serial_result test_failing_compiles_are_dropped test_a_compile_that_times_out_is_dropped \
+  test_a_timer_that_raises_stops_the_search test_an_on_step_that_raises_stops_the_search \
+  test_an_executor_that_loses_workers_loses_only_their_candidates test_bad_arguments_raise) \
+  $(addprefix tests/test_heuristic.py::,test_bad_input test_memory_flat) \
+  $(addprefix tests/test_tc.py::,test_bad_construction_types test_bad_args_as_tinygrad test_bad_input test_memory_flat)
 # the part of the suite make test runs again on the sanitizer build: the fuzzers (a quarter of their cases) and the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
   tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS)
-# BEAM's threads and its failure paths (whole test_search.py under ASan is slow: its searches compile hundreds of kernels)
-BEAM_ASAN_TESTS := $(addprefix tests/test_search.py::,test_get_kernel_actions_arguments test_custom_actions_timer_and_on_step \
-  test_parallel_compiles_give_the_serial_result test_failing_compiles_are_dropped test_a_compile_that_times_out_is_dropped \
-  test_a_timer_that_raises_stops_the_search test_an_on_step_that_raises_stops_the_search \
-  test_an_executor_that_loses_workers_loses_only_their_candidates test_bad_arguments_raise)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -280,6 +280,15 @@ LLVMLoaded *llvm_object_load(PyObject *name, const char *fname, const char *lib,
 static const char no_llvm[] = "tinyc was built without LLVM (llvm-config-19 or $LLVM_CONFIG was not found): "
                               "install llvm-19-dev (make deps) and rebuild";
 
+/* constructing a compiler is where a build without LLVM says so */
+static int llvm_init(void) {
+  PyErr_SetString(PyExc_RuntimeError, no_llvm);
+  return -1;
+}
+static int host_cpu(char **cpu, char **feats) {
+  *cpu = *feats = NULL;
+  return -1;
+}
 static PyObject *LLVMCompiler_compile(PyObject *self, PyObject *src) {
   UNUSED(self); UNUSED(src);
   PyErr_SetString(PyExc_RuntimeError, no_llvm);
@@ -320,13 +329,8 @@ static int LLVMCompiler_init(LLVMCompilerObject *self, PyObject *args, PyObject 
   const char *cpu, *feats;
   PyObject *key = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|O:LLVMCompiler", kwlist, &cpu, &feats, &key)) return -1;
-#ifdef TINYC_HAVE_LLVM
   if (llvm_init() < 0 || set_target(self, strdup(cpu), strdup(feats)) < 0) return -1;
   return init_with_key(self, key);
-#else
-  PyErr_SetString(PyExc_RuntimeError, no_llvm);
-  return -1;
-#endif
 }
 
 /* CPULLVMCompiler(cache_key=None): the host's CPU and features */
@@ -334,16 +338,11 @@ static int CPULLVMCompiler_init(LLVMCompilerObject *self, PyObject *args, PyObje
   static char *kwlist[] = {"cache_key", NULL};
   PyObject *key = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:CPULLVMCompiler", kwlist, &key)) return -1;
-#ifdef TINYC_HAVE_LLVM
   char *cpu, *feats;
   if (llvm_init() < 0) return -1;
   host_cpu(&cpu, &feats);
   if (set_target(self, cpu, feats) < 0) return -1;
   return init_with_key(self, key);
-#else
-  PyErr_SetString(PyExc_RuntimeError, no_llvm);
-  return -1;
-#endif
 }
 
 static void LLVMCompiler_dealloc(LLVMCompilerObject *self) {

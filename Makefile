@@ -62,6 +62,7 @@ demo: build
 bench: build
 	$(PYTHON) bench/uop.py
 	$(PYTHON) bench/rewrite.py
+	$(PYTHON) bench/compile.py
 
 clean:
 	rm -rf build build-asan tinyc/*.so *.egg-info

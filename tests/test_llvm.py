@@ -175,6 +175,21 @@ def test_selection_as_tinygrad():
     assert (ren, comp) == ("LLVMRenderer", "CPULLVMCompiler") and key.startswith("compile_llvm_"), env
   assert device_pair(CPU_LLVM="0")[0] == "ClangJITRenderer"
 
+END_TO_END = """
+import sys; sys.path.insert(0, sys.argv[1])
+import corpus, tinyc
+from tinyc.tinygrad import from_tinygrad
+from tinyc.codegen import get_program
+p = get_program(from_tinygrad(dict(corpus.kernel_asts())["matmul/3"]), tinyc.Device["CPU"].renderer)
+tinyc.CompiledRunner(p)
+print(p.lib[16], tinyc._C.compile_stats()["llvm_compiles"], tinyc._C.compile_stats()["clang_runs"])
+"""
+
+def test_cpu_llvm_compiles_and_loads_through_the_device(tmp_path):
+  env = {**os.environ, "CPU_LLVM": "1", "TINYC_CACHEDB": str(tmp_path / "cache.db")}
+  out = subprocess.run([sys.executable, "-c", END_TO_END, os.path.dirname(__file__)], env=env, capture_output=True, text=True, check=True)
+  assert out.stdout.split() == ["1", "1", "0"]   # ET_REL, one LLVM compile, no clang
+
 def test_renderer_settings_are_tinygrads():
   tg, tc = TgLLVMRenderer(), tinyc.LLVMRenderer()
   for attr in ("device", "supports_float4", "has_local", "has_threads", "global_max", "abi"):

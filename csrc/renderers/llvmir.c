@@ -454,8 +454,9 @@ static int render_node(Render *st, UOp *u, PyObject **fname) {
       return ptrmap_set(&st->names, u, (void *)n) < 0 ? (PyErr_NoMemory(), -1) : 0;
     }
     case OP_SINK:
-      if (u->arg != Py_None && !*fname) *fname = PyObject_GetAttrString(u->arg, "function_name");
-      return u->arg != Py_None && !*fname ? -1 : 0;
+      if (u->arg == Py_None) return 0;
+      Py_XSETREF(*fname, PyObject_GetAttrString(u->arg, "function_name"));
+      return *fname ? 0 : -1;
     case OP_DEFINE_GLOBAL: case OP_DEFINE_VAR: return define_arg(st, u);
     case OP_DEFINE_LOCAL: case OP_DEFINE_REG: return define_memory(st, u);
     case OP_CONST: return const_name(st, u) ? 0 : -1;

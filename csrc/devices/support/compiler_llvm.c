@@ -31,7 +31,14 @@ static Py_ssize_t stat_llvm_compiles;   /* compile_stats()["llvm_compiles"] */
 typedef struct {
   CompilerObject base;
   char *cpu, *feats;   /* malloc'd */
+  bool opt;            /* LLVMOPT at construction, as tinygrad reads it: default<O2>, else default<O0> */
 } LLVMCompilerObject;
+
+/* tinygrad's bool(getenv("LLVMOPT", "1")): only an empty value turns it off */
+static bool llvmopt(void) {
+  const char *v = getenv("LLVMOPT");
+  return !v || *v;
+}
 
 
 #ifdef TINYC_HAVE_LLVM
@@ -191,8 +198,7 @@ static PyObject *LLVMCompiler_compile(PyObject *self, PyObject *src) {
   char *code = malloc((size_t)srclen + 1), *cpu = strdup(c->cpu), *feats = strdup(c->feats), *obj = NULL, *err = NULL;
   if (!code || !cpu || !feats) { free(code); free(cpu); free(feats); return PyErr_NoMemory(); }
   memcpy(code, s, (size_t)srclen + 1);
-  const char *optenv = getenv("LLVMOPT");
-  bool opt = !optenv || *optenv;   /* tinygrad's bool(getenv("LLVMOPT", "1")): only an empty value turns it off */
+  bool opt = c->opt;
   size_t len = 0;
   int rc;
   Py_BEGIN_ALLOW_THREADS
@@ -306,9 +312,9 @@ LLVMLoaded *llvm_object_load(PyObject *name, const char *fname, const char *lib,
 
 /* the base Compiler's init with the cache key: cache_key if given, else tinygrad's compile_llvm_{cpu}_{feats}_jit[_opt] */
 static int init_with_key(LLVMCompilerObject *self, PyObject *cache_key) {
-  const char *optenv = getenv("LLVMOPT");
+  self->opt = llvmopt();
   PyObject *key = cache_key && cache_key != Py_None ? Py_NewRef(cache_key)
-                : PyUnicode_FromFormat("compile_llvm_%s_%s_jit%s", self->cpu, self->feats, !optenv || *optenv ? "_opt" : "");
+                : PyUnicode_FromFormat("compile_llvm_%s_%s_jit%s", self->cpu, self->feats, self->opt ? "_opt" : "");
   PyObject *a = key ? PyTuple_Pack(1, key) : NULL;
   int rc = a ? Compiler_Type.tp_init((PyObject *)self, a, NULL) : -1;
   Py_XDECREF(key); Py_XDECREF(a);

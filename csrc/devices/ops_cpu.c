@@ -92,7 +92,7 @@ static void *cpu_load(void *dev, PyObject *name, const char *lib, size_t len) {
   const char *fname = PyUnicode_AsUTF8(name);
   if (!fname) return NULL;
   if (len < sizeof(Elf64_Ehdr) || memcmp(lib, ELFMAG, SELFMAG) != 0 || lib[EI_CLASS] != ELFCLASS64)
-    return PyErr_Format(PyExc_RuntimeError, "can't load program %R: lib is not a 64-bit ELF object (%zu bytes)", name, len);
+    return PyErr_Format(PyExc_RuntimeError, "can't load program %R: lib is not an ELF shared or relocatable object of a 64-bit machine (%zu bytes)", name, len);
   CPUProgram *prg = PyMem_Calloc(1, sizeof(CPUProgram));
   if (!prg) return PyErr_NoMemory();
   prg->name = Py_NewRef(name);

@@ -204,6 +204,49 @@ def test_renderer_settings_are_tinygrads():
   from tinyc.renderer.llvmir import LLVMRenderer
   assert LLVMRenderer is tinyc.LLVMRenderer
 
+def test_malformed_uops_raise_never_crash():
+  """what tinygrad's LLVMRenderer cannot render raises (its KeyErrors and unmatched patterns as RuntimeError here)"""
+  from tinyc import UOp, Ops, dtypes
+  ren, i32, f32 = tinyc.LLVMRenderer(), dtypes.int32, dtypes.float32
+  g = UOp(Ops.DEFINE_GLOBAL, f32.ptr(16), (), 0)
+  c, x = UOp.const(i32, 1), UOp.const(f32, 2.0)
+  bad = [
+    [c, UOp(Ops.ADD, i32, (c,))],                                     # a binary op with one source
+    [g, UOp(Ops.GEP, f32, (g,), "not a tuple")],                       # a GEP whose arg is not a tuple
+    [g, UOp(Ops.INDEX, f32, (g, c))],                                 # an INDEX that is no pointer
+    [g, c, UOp(Ops.STORE, dtypes.void, (g,))],                        # a STORE without its value
+    [c, UOp(Ops.RANGE, i32, (c,), "bad")],                            # a RANGE whose arg is not its ids
+    [x, UOp(Ops.MAX, f32, (x, x))],                                   # MAX: not in tinygrad's op tables
+    [c, UOp(Ops.FDIV, i32, (c, c))],                                  # FDIV of ints: no entry either
+    [UOp(Ops.ADD, i32, (c, c))],                                      # a source never rendered
+    [UOp(Ops.DEFINE_VAR, i32, (), "n")],                              # a DEFINE_VAR whose arg is not (name, lo, hi)
+    [UOp(Ops.DEFINE_GLOBAL, dtypes.index.ptr(4), (), 0)],             # index: LLVM has no type for it
+    [x, UOp(Ops.WMMA, f32, (x, x, x), ())],                           # AMX: not rendered by tinyc
+  ]
+  for uops in bad:
+    with pytest.raises((RuntimeError, TypeError, NotImplementedError)): ren.render(uops)
+  inf = ren.render([g, UOp.const(f32, float("inf")), UOp.const(f32, float("nan"))])
+  assert inf == TgLLVMRenderer().render([]).replace("@test()", "@test(float* noalias align 32 %data0)")
+
+CONSTS = [(dt, v) for dt in ("float32", "float16", "float64", "bfloat16")
+          for v in (0.1, -2.5, 1e-5, 3.0, 65504.0, 1e39, float("inf"), float("-inf"), float("nan"), -0.0)] + \
+         [("int32", -7), ("int64", -2**40), ("uint32", 2**32 - 1), ("uint8", 255), ("int8", -128), ("bool", True), ("bool", False)]
+
+@pytest.mark.parametrize("dt,v", CONSTS)
+def test_constants_render_as_tinygrads(dt, v):
+  """lconst: truncated float reprs, inf/nan as the hex of the double, ints and bools as ints; in casts, vectors, selects"""
+  from tinyc import UOp, Ops, dtypes
+  from tinyc.tinygrad import to_tinygrad
+  d = getattr(dtypes, dt)
+  g = UOp(Ops.DEFINE_GLOBAL, d.ptr(16), (), 0)
+  c, k = UOp.const(dtypes.int32, 0), UOp.const(d, v)
+  vec = UOp(Ops.VECTORIZE, d.vec(4), (k, k, k, k))
+  uops = [g, c, k, UOp(Ops.INDEX, d.ptr(16), (g, c)), vec]
+  uops += [UOp(Ops.STORE, dtypes.void, (uops[3], k)), UOp(Ops.CAST, dtypes.bool, (k,)), UOp(Ops.CAST, dtypes.float32, (k,))]
+  uops += [UOp(Ops.STORE, dtypes.void, (UOp(Ops.CAST, d.vec(4).ptr(4), (uops[3],)), vec))]
+  uops.insert(-1, uops[-1].src[0])
+  assert tinyc.LLVMRenderer().render(uops) == TgLLVMRenderer().render([to_tinygrad(u) for u in uops])
+
 def test_compiling_and_loading_leaves_memory_flat(programs):
   """200 compiles + loads to warm up (contexts are replaced every 64 compiles of a thread), then 200 more: RSS flat"""
   items = [(tc.src, tc.function_name) for (_, mode), (_, _, tc) in programs.items() if mode == "noopt"][:100]

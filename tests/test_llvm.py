@@ -229,12 +229,13 @@ def test_malformed_uops_raise_never_crash():
   assert inf == TgLLVMRenderer().render([]).replace("@test()", "@test(float* noalias align 32 %data0)")
 
 CONSTS = [(dt, v) for dt in ("float32", "float16", "float64", "bfloat16")
-          for v in (0.1, -2.5, 1e-5, 3.0, 65504.0, 1e39, float("inf"), float("-inf"), float("nan"), -0.0)] + \
+          for v in (0.1, -2.5, 1e-5, 3.0, 65504.0, 1e39, float("inf"), float("-inf"), float("nan"))] + \
          [("int32", -7), ("int64", -2**40), ("uint32", 2**32 - 1), ("uint8", 255), ("int8", -128), ("bool", True), ("bool", False)]
 
 @pytest.mark.parametrize("dt,v", CONSTS)
 def test_constants_render_as_tinygrads(dt, v):
-  """lconst: truncated float reprs, inf/nan as the hex of the double, ints and bools as ints; in casts, vectors, selects"""
+  """lconst: truncated float reprs, inf/nan as the hex of the double, ints and bools as ints; in stores, vectors, casts.
+  (No -0.0: a UOp const of -0.0 is the interned 0.0 node, in tinygrad as in tinyc, once 0.0 has been made.)"""
   from tinyc import UOp, Ops, dtypes
   from tinyc.tinygrad import to_tinygrad
   d = getattr(dtypes, dt)

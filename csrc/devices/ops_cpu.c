@@ -1,7 +1,8 @@
 /* tinygrad/runtime/ops_cpu.py in C: the CPU device, a row of the device table. Its allocator hands out zeroed, 64-byte
  * aligned host memory (its own host view); its program loads the shared object ClangCompiler made straight from memory
- * (memfd_create + dlopen of /proc/self/fd/N: no file is left behind) and calls the kernel in tinygrad's CPU calling
- * convention:
+ * (memfd_create + dlopen of /proc/self/fd/N: no file is left behind), or links the relocatable object CPULLVMCompiler made
+ * with LLVM's ORC JIT (support/compiler_llvm.c; the ELF header's e_type tells which), and calls the kernel in tinygrad's
+ * CPU calling convention:
  *   void kernel(T0 *data0, T1 *data1, ..., int var0, int var1, ..., int core_id)
  * (buffers in DEFINE_GLOBAL order, then the variables in order, then the thread index; ClangRenderer writes this
  * signature). A launch with global_size[0] = n runs the kernel on n threads, core_id 0..n-1, as tinygrad's
@@ -92,7 +93,8 @@ static void *cpu_load(void *dev, PyObject *name, const char *lib, size_t len) {
   const char *fname = PyUnicode_AsUTF8(name);
   if (!fname) return NULL;
   if (len < sizeof(Elf64_Ehdr) || memcmp(lib, ELFMAG, SELFMAG) != 0 || lib[EI_CLASS] != ELFCLASS64)
-    return PyErr_Format(PyExc_RuntimeError, "can't load program %R: lib is not an ELF shared or relocatable object of a 64-bit machine (%zu bytes)", name, len);
+    return PyErr_Format(PyExc_RuntimeError, "can't load program %R: lib is not an ELF shared or relocatable object of a 64-bit "
+                        "machine (%zu bytes)", name, len);
   CPUProgram *prg = PyMem_Calloc(1, sizeof(CPUProgram));
   if (!prg) return PyErr_NoMemory();
   prg->name = Py_NewRef(name);
@@ -207,7 +209,8 @@ static PyTypeObject CPUDevice_Type = {
   .tp_name = "tinyc.CPUDevice",
   .tp_basicsize = sizeof(CompiledObject),
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "tinygrad's CPUDevice: ClangJITRenderer (clang), host memory, programs loaded from memory",
+  .tp_doc = "tinygrad's CPUDevice: ClangJITRenderer (clang) or, under CPU_LLVM=1, LLVMRenderer + CPULLVMCompiler; host memory, "
+            "programs loaded from memory",
   .tp_base = &Compiled_Type,
 };
 
@@ -218,17 +221,11 @@ static PyObject *clang_jit_renderer(void) { return PyObject_CallNoArgs((PyObject
 
 /* tinygrad's LLVMRenderer + CPULLVMCompiler (the renderer carries one too, as tinyc's renderers that compile do) */
 static PyObject *llvm_renderer(void) { return PyObject_CallNoArgs((PyObject *)&LLVMRenderer_Type); }
-static PyObject *cpu_llvm_compiler(void) {
-  PyObject *mod = PyImport_ImportModule("tinyc._C"), *cls = mod ? PyObject_GetAttrString(mod, "CPULLVMCompiler") : NULL;
-  PyObject *c = cls ? PyObject_CallNoArgs(cls) : NULL;
-  Py_XDECREF(mod); Py_XDECREF(cls);
-  return c;
-}
 
 /* tinygrad's CompilerSet of the CPU in its order (CPU_CC=CLANGJIT / LLVM; CPU_LLVM=1), less LVPRenderer (CPU_LVP) */
 static const CompilerPair cpu_pairs[] = {
   {"CLANGJIT", clang_jit_renderer, NULL, NULL},
-  {"LLVM", llvm_renderer, cpu_llvm_compiler, "CPU_LLVM"},
+  {"LLVM", llvm_renderer, cpu_llvm_compiler_new, "CPU_LLVM"},
 };
 
 static const DeviceDef cpu_device = {

@@ -399,6 +399,8 @@ static PyTypeObject CPULLVMCompiler_Type = {
   .tp_init = (initproc)CPULLVMCompiler_init,
 };
 
+PyObject *cpu_llvm_compiler_new(void) { return PyObject_CallNoArgs((PyObject *)&CPULLVMCompiler_Type); }
+
 int tinyc_init_compiler_llvm(PyObject *m) {
   if (PyType_Ready(&LLVMCompiler_Type) < 0 || PyType_Ready(&CPULLVMCompiler_Type) < 0) return -1;
   if (compile_stats_add("llvm_compiles", &stat_llvm_compiles) < 0) return -1;

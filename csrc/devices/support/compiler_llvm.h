@@ -12,5 +12,8 @@ typedef struct LLVMLoaded LLVMLoaded;
 LLVMLoaded *llvm_object_load(PyObject *name, const char *fname, const char *lib, size_t len, void **fxn);
 void llvm_object_free(LLVMLoaded *obj);
 
+/* CPULLVMCompiler(): a new reference, NULL with an exception (the RuntimeError of a build without LLVM) */
+PyObject *cpu_llvm_compiler_new(void);
+
 int tinyc_init_compiler_llvm(PyObject *m);
 #endif

@@ -19,7 +19,11 @@ SAN_ENV = PYTHONPATH=$(CURDIR)/$(ASAN_LIB) PATH=$(CURDIR)/tests/sanitizer_bin:$$
 # the part of the suite make test runs again on the sanitizer build: the fuzzers (a quarter of their cases) and the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
-  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS)
+  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS)
+# LLVM's compiles in threads, its errors, loading bad objects, malformed uops, memory (not the corpus runs: slow under ASan)
+LLVM_ASAN_TESTS := $(addprefix tests/test_llvm.py::,test_two_threads_compile_the_bytes_of_serial test_a_failing_thread_does_not_disturb_another \
+  test_bad_ir_raises_compile_error_with_llvms_message test_truncated_or_garbage_object_raises_on_load test_malformed_uops_raise_never_crash \
+  test_renderer_settings_are_tinygrads test_compiling_and_loading_leaves_memory_flat)
 # BEAM's threads and its failure paths (whole test_search.py under ASan is slow: its searches compile hundreds of kernels)
 BEAM_ASAN_TESTS := $(addprefix tests/test_search.py::,test_get_kernel_actions_arguments test_custom_actions_timer_and_on_step \
   test_parallel_compiles_give_the_serial_result test_failing_compiles_are_dropped test_a_compile_that_times_out_is_dropped \

@@ -67,7 +67,12 @@ static char *take_message(char *msg) {
   if (msg) LLVMDisposeMessage(msg);
   return ret;
 }
-static char *take_error(LLVMErrorRef err) { return take_message(LLVMGetErrorMessage(err)); }
+/* an LLVMErrorRef's message, the error consumed (its text is LLVM's to free: LLVMDisposeErrorMessage, not free) */
+static char *take_error(LLVMErrorRef err) {
+  char *msg = LLVMGetErrorMessage(err), *ret = strdup(msg ? msg : "(no message)");
+  if (msg) LLVMDisposeErrorMessage(msg);
+  return ret;
+}
 
 /* ---- the compiling thread's own LLVM state ---- */
 

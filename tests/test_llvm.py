@@ -203,6 +203,11 @@ def test_renderer_settings_are_tinygrads():
   with pytest.raises(TypeError): tc.render(None)
   from tinyc.renderer.llvmir import LLVMRenderer
   assert LLVMRenderer is tinyc.LLVMRenderer
+  class Win(tinyc.LLVMRenderer): abi = "win64cc"
+  class TgWin(TgLLVMRenderer): abi = "win64cc"
+  assert Win().render([]) == TgWin().render([]) and "define win64cc void" in Win().render([])
+  class Bad(tinyc.LLVMRenderer): abi = 3
+  with pytest.raises(TypeError): Bad().render([])
 
 def test_malformed_uops_raise_never_crash():
   """what tinygrad's LLVMRenderer cannot render raises (its KeyErrors and unmatched patterns as RuntimeError here)"""

@@ -483,20 +483,31 @@ static int render_one(Render *st, UOp *u, PyObject **fname) {
   return st->body.oom || st->args.oom ? (PyErr_NoMemory(), -1) : 0;
 }
 
-/* tinygrad's _render_fn + footer: "define void @name(args) #0\n{" + lines + "\n  ret void\n}\n" + attributes */
-static PyObject *render_text(Render *st, PyObject *fname) {
+/* tinygrad's _render_fn + footer: "define[ abi] void @name(args) #0\n{" + lines + "\n  ret void\n}\n" + attributes */
+static PyObject *render_text(Render *st, PyObject *fname, const char *abi) {
   const char *name = fname ? PyUnicode_AsUTF8(fname) : "test";
   if (!name) return NULL;
   Text out = {0};
-  text_add(&out, "define void @%s(%s) #0\n{%s\n  ret void\n}\n%s", name, st->args.s ? st->args.s : "", st->body.s ? st->body.s : "", FOOTER);
+  text_add(&out, "define%s%s void @%s(%s) #0\n{%s\n  ret void\n}\n%s", abi ? " " : "", abi ? abi : "", name, st->args.s ? st->args.s : "",
+           st->body.s ? st->body.s : "", FOOTER);
   PyObject *ret = out.oom ? PyErr_NoMemory() : PyUnicode_DecodeUTF8(out.s, (Py_ssize_t)out.len, "strict");
   free(out.s);
   return ret;
 }
 
-static PyObject *render_uops(PyObject *uops_in) {
-  PyObject *uops = PySequence_Fast(uops_in, "render needs a list of UOps");
-  if (!uops) return NULL;
+/* the renderer's abi setting (tinygrad's: None, win64cc on Windows): a str or None (NULL: none); -1 for any other value */
+static int abi_of(PyObject *self, PyObject **abi) {
+  *abi = PyObject_GetAttrString(self, "abi");
+  if (*abi && (*abi == Py_None || PyUnicode_Check(*abi))) return 0;
+  if (*abi) PyErr_Format(PyExc_TypeError, "LLVMRenderer.abi must be a str or None, not %.100s", Py_TYPE(*abi)->tp_name);
+  Py_CLEAR(*abi);
+  return -1;
+}
+
+static PyObject *render_uops(PyObject *self, PyObject *uops_in) {
+  PyObject *abi, *uops = abi_of(self, &abi) < 0 ? NULL : PySequence_Fast(uops_in, "render needs a list of UOps");
+  const char *abi_text = uops && abi != Py_None ? PyUnicode_AsUTF8(abi) : NULL;
+  if (!uops || (abi != Py_None && !abi_text)) { Py_XDECREF(abi); Py_XDECREF(uops); return NULL; }
   Render st = {0};
   st.vc = -1;
   PyObject *fname = NULL, *ret = NULL;
@@ -508,22 +519,20 @@ static PyObject *render_uops(PyObject *uops_in) {
     else rc = render_one(&st, (UOp *)u, &fname);
   }
   if (rc == 0 && fname && !PyUnicode_Check(fname)) PyErr_Format(PyExc_TypeError, "the kernel's function_name must be a str");
-  else if (rc == 0) ret = render_text(&st, fname);
+  else if (rc == 0) ret = render_text(&st, fname, abi_text);
   for (Py_ssize_t i = 0; i < st.owned.len; i++) free(st.owned.items[i]);
   ptrvec_free(&st.owned);
   ptrmap_free(&st.names);
   free(st.body.s); free(st.args.s);
   Py_XDECREF(fname);
   Py_DECREF(uops);
+  Py_DECREF(abi);
   return ret;
 }
 
 /* ---- the Python type ---- */
 
-static PyObject *LLVM_render(PyObject *self, PyObject *uops) {
-  UNUSED(self);
-  return render_uops(uops);
-}
+static PyObject *LLVM_render(PyObject *self, PyObject *uops) { return render_uops(self, uops); }
 
 /* LLVMRenderer(): its compiler a new CPULLVMCompiler, from the device layer by name (a RuntimeError when tinyc has no LLVM) */
 static int LLVM_init(PyObject *self, PyObject *args, PyObject *kw) {

@@ -1,7 +1,7 @@
 # The two commands of README.md: `make demo` (the main job) and `make test` (the suite).
 # Each installs what is missing, builds the extension, then runs.
 PYTHON ?= python3
-APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev
+APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev llvm-19-dev
 # the interpreter itself, not a launcher script (pyenv's shim is bash): the sanitizers must see only Python's allocations
 PY = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
@@ -24,17 +24,21 @@ BEAM_ASAN_TESTS := $(addprefix tests/test_search.py::,test_get_kernel_actions_ar
   test_an_executor_that_loses_workers_loses_only_their_candidates test_bad_arguments_raise) \
   $(addprefix tests/test_heuristic.py::,test_bad_input test_memory_flat) \
   $(addprefix tests/test_tc.py::,test_bad_construction_types test_bad_args_as_tinygrad test_bad_input test_memory_flat)
+# LLVM's compiles in threads, its errors, loading bad objects, malformed uops, memory (not the corpus runs: slow under ASan)
+LLVM_ASAN_TESTS := $(addprefix tests/test_llvm.py::,test_two_threads_compile_the_bytes_of_serial test_a_failing_thread_does_not_disturb_another \
+  test_bad_ir_raises_compile_error_with_llvms_message test_truncated_or_garbage_object_raises_on_load test_malformed_uops_raise_never_crash \
+  test_renderer_settings_are_tinygrads test_compiling_and_loading_leaves_memory_flat)
 # the part of the suite make test runs again on the sanitizer build: the fuzzers (a quarter of their cases) and the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
-  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS)
+  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 
 deps:
 	@for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "apt-get install$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
-	@$(PYTHON) -c "import numpy, pytest, hypothesis, distributed, tinygrad, tinyc; assert tinygrad.__version__ == '0.12.0'" 2>/dev/null \
+	@$(PYTHON) -c "import numpy, pytest, hypothesis, distributed, tinyc, importlib.metadata as m; assert m.version('tinygrad') == '0.12.0'" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q -e '.[test]'
 
 build: deps
@@ -65,6 +69,7 @@ demo: build
 bench: build
 	$(PYTHON) bench/uop.py
 	$(PYTHON) bench/rewrite.py
+	$(PYTHON) bench/compile.py
 
 clean:
 	rm -rf build build-asan tinyc/*.so *.egg-info

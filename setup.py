@@ -1,7 +1,7 @@
 """Builds the tinyc._C extension from every C file under csrc/.
 
 TINYC_SANITIZE=1 builds with AddressSanitizer + UBSan (see `make asan-test`)."""
-import glob, os
+import glob, os, shutil, subprocess
 import numpy
 from setuptools import setup, Extension
 
@@ -12,6 +12,18 @@ ldflags = []
 if os.environ.get("TINYC_SANITIZE"):
   san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer"]
   cflags, ldflags = cflags + san + ["-O1", "-DTINYC_LEAK_CHECK"], ldflags + san
+
+def llvm_flags():
+  """cflags, ldflags and libs of LLVM when llvm-config ($LLVM_CONFIG, else llvm-config-19) is here: tinyc then compiles LLVM IR
+  in process (csrc/devices/support/compiler_llvm.c); without it the module builds and using LLVM raises a clear error"""
+  tool = os.environ.get("LLVM_CONFIG") or shutil.which("llvm-config-19")
+  if not tool: return [], []
+  try: out = {a: subprocess.check_output([tool, a], text=True).split() for a in ("--includedir", "--libdir", "--ldflags", "--libs")}
+  except (OSError, subprocess.CalledProcessError): return [], []
+  return ["-DTINYC_HAVE_LLVM", *("-I" + d for d in out["--includedir"])], out["--ldflags"] + out["--libs"] + ["-Wl,-rpath," + d for d in out["--libdir"]]
+
+llvm_c, llvm_ld = llvm_flags()
+cflags, ldflags = cflags + llvm_c, ldflags + llvm_ld
 
 setup(ext_modules=[Extension("tinyc._C", sources=sources, depends=headers, extra_compile_args=cflags,
                              extra_link_args=ldflags, libraries=["dl", "sqlite3", "z", "pthread"],

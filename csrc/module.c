@@ -14,6 +14,7 @@
 #include "renderers/renderer.h"
 #include "renderers/program_spec.h"
 #include "device.h"
+#include "devices/support/compiler_llvm.h"
 #include "engine/realize.h"
 #include "codegen/opt/search.h"
 
@@ -23,13 +24,13 @@ static int tinyc_init_rule_sets(PyObject *m) {
          tinyc_init_symbolic(m) < 0 || tinyc_init_symbolic_sym(m) < 0 || tinyc_init_decompositions(m) < 0 ||
          tinyc_init_renderer(m) < 0 || tinyc_init_spec(m) < 0 || tinyc_init_codegen_simplify(m) < 0 ||
          tinyc_init_expander(m) < 0 || tinyc_init_rangeify(m) < 0 || tinyc_init_devectorizer(m) < 0 || tinyc_init_gpudims(m) < 0 ||
-         tinyc_init_linearizer(m) < 0 || tinyc_init_renderer_base(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_program_spec(m) < 0 ||
-         tinyc_init_postrange(m) < 0 || tinyc_init_heuristic(m) < 0 || tinyc_init_codegen(m) < 0 ? -1 : 0;
+         tinyc_init_linearizer(m) < 0 || tinyc_init_renderer_base(m) < 0 || tinyc_init_cstyle(m) < 0 || tinyc_init_llvmir(m) < 0 ||
+         tinyc_init_program_spec(m) < 0 || tinyc_init_postrange(m) < 0 || tinyc_init_heuristic(m) < 0 || tinyc_init_codegen(m) < 0 ? -1 : 0;
 }
 
 /* The device side, after the renderers (each device's pairs make renderers, NullRenderer subclasses ClangRenderer). */
 static int tinyc_init_runtime(PyObject *m) {
-  return tinyc_init_diskcache(m) < 0 || tinyc_init_device(m) < 0 || tinyc_init_compiler_cpu(m) < 0 || tinyc_init_ops_cpu(m) < 0 ||
+  return tinyc_init_diskcache(m) < 0 || tinyc_init_device(m) < 0 || tinyc_init_compiler_cpu(m) < 0 || tinyc_init_compiler_llvm(m) < 0 || tinyc_init_ops_cpu(m) < 0 ||
          tinyc_init_ops_null(m) < 0 || tinyc_init_realize(m) < 0 || tinyc_init_search(m) < 0 ? -1 : 0;
 }
 

@@ -214,9 +214,12 @@ def test_default_is_the_first_device_that_opens():
   assert r["tg_default"] == "CPU" and r["supported"] == r["tg_supported"]
 
 def test_compiler_pair_choice():
-  """CPU_CC names a pair of the CPU's CompilerSet by tinygrad's name; one tinyc has not is tinygrad's KeyError"""
+  """CPU_CC names a pair of the CPU's CompilerSet by tinygrad's name (CPU_LLVM=1 forces its pair); one tinyc has not
+  (LVP) is tinygrad's KeyError"""
   assert in_child(oracle=False, CPU_CC="CLANGJIT")["cpu_renderer"] == "ClangJITRenderer"
-  assert raised(in_child(oracle=False, CPU_CC="LLVM")["cpu_renderer"], "KeyError", "CPU_CC=LLVM", "CPU", "CLANGJIT")
+  assert in_child(oracle=False, CPU_CC="LLVM")["cpu_renderer"] == "LLVMRenderer"
+  assert in_child(oracle=False, CPU_LLVM="1")["cpu_renderer"] == "LLVMRenderer"
+  assert raised(in_child(oracle=False, CPU_CC="LVP")["cpu_renderer"], "KeyError", "CPU_CC=LVP", "CPU", "CLANGJIT, LLVM")
   assert in_child(oracle=False, CPU_LLVM="0")["cpu_renderer"] == "ClangJITRenderer"
   assert raised(in_child(oracle=False, EMULATE="AMD")["null"], "RuntimeError", "EMULATE", "AMD")
 

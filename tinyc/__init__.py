@@ -8,14 +8,14 @@ from tinyc._C import (Ops, GroupOp, AxisType, UOp, DType, PtrDType, AddrSpace, d
                       least_upper_dtype, least_upper_float, to_dtype, can_lossless_cast, sum_acc_dtype, truncate_value,
                       KernelInfo, Opt, OptOps, KernelOptError, UPat, PatternMatcher, graph_rewrite, BottomUpGate,
                       resolve, smax, smin, ssimplify, sym_infer, Renderer, CStyleLanguage, ClangRenderer, ClangJITRenderer,
-                      Buffer, Device, Allocator, Compiler, ClangCompiler, CompileError, Compiled, CPUDevice, CPUProgram,
-                      NullRenderer, NullDevice, NullProgram, CompiledRunner, ProgramSpec, Estimates, BufferizeOpts, Scheduler, TensorCore,
-                      hand_coded_optimizations)
+                      LLVMRenderer, Buffer, Device, Allocator, Compiler, ClangCompiler, LLVMCompiler, CPULLVMCompiler, CompileError,
+                      Compiled, CPUDevice, CPUProgram, NullRenderer, NullDevice, NullProgram, CompiledRunner, ProgramSpec, Estimates,
+                      BufferizeOpts, Scheduler, TensorCore, hand_coded_optimizations)
 
 __all__ = ["Ops", "GroupOp", "AxisType", "UOp", "DType", "PtrDType", "AddrSpace", "dtypes", "Invalid", "InvalidType",
            "least_upper_dtype", "least_upper_float", "to_dtype", "can_lossless_cast", "sum_acc_dtype", "truncate_value",
            "KernelInfo", "Opt", "OptOps", "KernelOptError", "UPat", "PatternMatcher", "graph_rewrite", "BottomUpGate",
            "resolve", "smax", "smin", "ssimplify", "sym_infer", "Renderer", "CStyleLanguage", "ClangRenderer", "ClangJITRenderer",
-           "Buffer", "Device", "Allocator", "Compiler", "ClangCompiler", "CompileError", "Compiled", "CPUDevice", "CPUProgram",
-           "NullRenderer", "NullDevice", "NullProgram", "CompiledRunner", "ProgramSpec", "Estimates", "BufferizeOpts", "Scheduler", "TensorCore",
-           "hand_coded_optimizations"]
+           "LLVMRenderer", "Buffer", "Device", "Allocator", "Compiler", "ClangCompiler", "LLVMCompiler", "CPULLVMCompiler",
+           "CompileError", "Compiled", "CPUDevice", "CPUProgram", "NullRenderer", "NullDevice", "NullProgram", "CompiledRunner",
+           "ProgramSpec", "Estimates", "BufferizeOpts", "Scheduler", "TensorCore", "hand_coded_optimizations"]

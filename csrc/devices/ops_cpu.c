@@ -1,13 +1,17 @@
 /* tinygrad/runtime/ops_cpu.py in C: the CPU device, a row of the device table. Its allocator hands out zeroed, 64-byte
  * aligned host memory (its own host view); its program loads the shared object ClangCompiler made straight from memory
- * (memfd_create + dlopen of /proc/self/fd/N: no file is left behind) and calls the kernel in tinygrad's CPU calling
- * convention:
+ * (memfd_create + dlopen of /proc/self/fd/N: no file is left behind), or links the relocatable object CPULLVMCompiler made
+ * with LLVM's ORC JIT (support/compiler_llvm.c; the ELF header's e_type tells which), and calls the kernel in tinygrad's
+ * CPU calling convention:
  *   void kernel(T0 *data0, T1 *data1, ..., int var0, int var1, ..., int core_id)
  * (buffers in DEFINE_GLOBAL order, then the variables in order, then the thread index; ClangRenderer writes this
  * signature). A launch with global_size[0] = n runs the kernel on n threads, core_id 0..n-1, as tinygrad's
  * CPUComputeQueue does; the GIL is released while it runs, and it has finished when launch returns. */
 #include "../device.h"
 #include "../renderers/renderer.h"
+#include "support/compiler_llvm.h"
+#include <elf.h>
+#include <stddef.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -51,11 +55,13 @@ typedef struct {
   void *handle;         /* dlopen handle */
   void *fxn;            /* the kernel */
   int fd;               /* the memfd the object was loaded from, open while loaded (its /proc path names it) */
+  LLVMLoaded *jit;      /* or: the relocatable object LLVM's JIT linked (CPULLVMCompiler's lib) */
 } CPUProgram;
 
 static void cpu_unload(void *p) {
   CPUProgram *prg = p;
   if (prg->handle) dlclose(prg->handle);
+  llvm_object_free(prg->jit);
   if (prg->fd >= 0) close(prg->fd);   /* after dlclose: while the object is loaded its fd number (its name) stays taken */
   Py_XDECREF(prg->name);
   PyMem_Free(prg);
@@ -73,16 +79,30 @@ static int memfd_with(const char *lib, size_t len) {
   return fd;
 }
 
-/* load lib (a shared object's bytes) and find the function `name` in it */
+/* the ELF header's e_type (ET_DYN: a shared object from clang + ld, ET_REL: an object from LLVM), read unaligned; the
+ * caller checked the length and the magic */
+static unsigned elf_type(const char *lib) {
+  uint16_t t;
+  memcpy(&t, lib + offsetof(Elf64_Ehdr, e_type), sizeof(t));
+  return t;
+}
+
+/* load lib (a shared object's or a relocatable object's bytes) and find the function `name` in it */
 static void *cpu_load(void *dev, PyObject *name, const char *lib, size_t len) {
   UNUSED(dev);
   const char *fname = PyUnicode_AsUTF8(name);
   if (!fname) return NULL;
-  if (len < 64 || memcmp(lib, "\x7f" "ELF", 4) != 0)
-    return PyErr_Format(PyExc_RuntimeError, "can't load program %R: lib is not an ELF shared object (%zu bytes)", name, len);
+  if (len < sizeof(Elf64_Ehdr) || memcmp(lib, ELFMAG, SELFMAG) != 0 || lib[EI_CLASS] != ELFCLASS64)
+    return PyErr_Format(PyExc_RuntimeError, "can't load program %R: lib is not an ELF shared or relocatable object of a 64-bit "
+                        "machine (%zu bytes)", name, len);
   CPUProgram *prg = PyMem_Calloc(1, sizeof(CPUProgram));
   if (!prg) return PyErr_NoMemory();
   prg->name = Py_NewRef(name);
+  prg->fd = -1;
+  if (elf_type(lib) == ET_REL) {   /* linked in process by LLVM's JIT linker: no file, no dlopen */
+    if (!(prg->jit = llvm_object_load(name, fname, lib, len, &prg->fxn))) { cpu_unload(prg); return NULL; }
+    return prg;
+  }
   if ((prg->fd = memfd_with(lib, len)) < 0) {
     PyErr_Format(PyExc_OSError, "can't load program %R: memfd: %s", name, strerror(errno));
     cpu_unload(prg);
@@ -189,7 +209,8 @@ static PyTypeObject CPUDevice_Type = {
   .tp_name = "tinyc.CPUDevice",
   .tp_basicsize = sizeof(CompiledObject),
   .tp_flags = Py_TPFLAGS_DEFAULT,
-  .tp_doc = "tinygrad's CPUDevice: ClangJITRenderer (clang), host memory, programs loaded from memory",
+  .tp_doc = "tinygrad's CPUDevice: ClangJITRenderer (clang) or, under CPU_LLVM=1, LLVMRenderer + CPULLVMCompiler; host memory, "
+            "programs loaded from memory",
   .tp_base = &Compiled_Type,
 };
 
@@ -198,10 +219,13 @@ static PyTypeObject CPUDevice_Type = {
 /* tinygrad's ClangJITRenderer: a ClangRenderer that makes its own ClangCompiler (the "optional compiler in Renderer") */
 static PyObject *clang_jit_renderer(void) { return PyObject_CallNoArgs((PyObject *)&ClangJITRenderer_Type); }
 
-/* tinygrad's CompilerSet of the CPU, less the pairs tinyc does not have yet (LLVMRenderer + CPULLVMCompiler under
- * CPU_LLVM, LVPRenderer under CPU_LVP) */
+/* tinygrad's LLVMRenderer + CPULLVMCompiler (the renderer carries one too, as tinyc's renderers that compile do) */
+static PyObject *llvm_renderer(void) { return PyObject_CallNoArgs((PyObject *)&LLVMRenderer_Type); }
+
+/* tinygrad's CompilerSet of the CPU in its order (CPU_CC=CLANGJIT / LLVM; CPU_LLVM=1), less LVPRenderer (CPU_LVP) */
 static const CompilerPair cpu_pairs[] = {
   {"CLANGJIT", clang_jit_renderer, NULL, NULL},
+  {"LLVM", llvm_renderer, cpu_llvm_compiler_new, "CPU_LLVM"},
 };
 
 static const DeviceDef cpu_device = {

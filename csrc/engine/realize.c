@@ -65,11 +65,17 @@ static PyObject *spec_with_lib(PyObject *p, PyObject *lib) {
   return ret;
 }
 
-/* a string attribute of an object's attribute, e.g. u.op.name; new ref or NULL (exception cleared) */
+/* Clear an ordinary error (an Exception: what an odd spec raises here is not fatal); keep KeyboardInterrupt and the
+ * other BaseExceptions, which a Ctrl-C arriving in the Python code these attribute reads run raises. */
+static void clear_ordinary(void) {
+  if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_Exception)) PyErr_Clear();
+}
+
+/* a string attribute of an object's attribute, e.g. u.op.name; new ref or NULL (an ordinary exception cleared) */
 static PyObject *op_name(PyObject *u) {
   PyObject *op = PyObject_GetAttrString(u, "op"), *name = op ? PyObject_GetAttrString(op, "name") : NULL;
   Py_XDECREF(op);
-  if (!name) PyErr_Clear();
+  if (!name) clear_ordinary();
   return name;
 }
 
@@ -85,36 +91,36 @@ static int collect_buffers(CompiledRunnerObject *self, PyObject *p) {
   if (!self->bufs) { Py_DECREF(gl); PyErr_NoMemory(); return -1; }
   for (Py_ssize_t i = 0; i < self->nbufs; i++) self->bufs[i].size = -1;
   PyObject *uops = PyObject_GetAttrString(p, "uops");
-  if (!uops) PyErr_Clear();
-  if (!uops || uops == Py_None) {  /* no uops: walk the AST */
+  if (!uops) clear_ordinary();
+  if (!PyErr_Occurred() && (!uops || uops == Py_None)) {  /* no uops: walk the AST */
     Py_XDECREF(uops);
     PyObject *ast = PyObject_GetAttrString(p, "ast");
     uops = ast && ast != Py_None ? PyObject_CallMethod(ast, "toposort", NULL) : NULL;
     Py_XDECREF(ast);
-    if (!uops) PyErr_Clear();
+    if (!uops) clear_ordinary();
   }
-  PyObject *it = uops ? PyObject_GetIter(uops) : NULL, *u;
-  if (!it) PyErr_Clear();
+  PyObject *it = uops && !PyErr_Occurred() ? PyObject_GetIter(uops) : NULL, *u;
+  if (!it) clear_ordinary();
   int rc = 0;
-  while (it && (u = PyIter_Next(it))) {
+  while (it && !PyErr_Occurred() && (u = PyIter_Next(it))) {
     PyObject *nm = op_name(u);
     if (nm && PyUnicode_Check(nm) && PyUnicode_CompareWithASCIIString(nm, "DEFINE_GLOBAL") == 0) {
-      PyObject *arg = PyObject_GetAttrString(u, "arg"), *dt = PyObject_GetAttrString(u, "dtype");
+      PyObject *arg = PyObject_GetAttrString(u, "arg"), *dt = arg ? PyObject_GetAttrString(u, "dtype") : NULL;
       PyObject *base = dt ? PyObject_GetAttrString(dt, "base") : NULL, *bname = base ? PyObject_GetAttrString(base, "name") : NULL;
-      PyObject *isz = base ? PyObject_GetAttrString(base, "itemsize") : NULL, *sz = dt ? PyObject_GetAttrString(dt, "size") : NULL;
+      PyObject *isz = bname ? PyObject_GetAttrString(base, "itemsize") : NULL, *sz = isz ? PyObject_GetAttrString(dt, "size") : NULL;
       if (arg && bname && isz && sz && PyLong_Check(arg) && PyUnicode_Check(bname)) {
         for (Py_ssize_t i = 0; i < self->nbufs; i++) {
           PyObject *g = PySequence_Fast_GET_ITEM(gl, i);
           int eq = PyObject_RichCompareBool(g, arg, Py_EQ);
-          if (eq < 0) { PyErr_Clear(); continue; }
+          if (eq < 0) { clear_ordinary(); if (PyErr_Occurred()) break; continue; }
           if (!eq) continue;
           Py_XSETREF(self->bufs[i].dtname, Py_NewRef(bname));
           self->bufs[i].itemsize = (int)PyLong_AsLong(isz);
           self->bufs[i].size = PyLong_AsSsize_t(sz);
-          if (PyErr_Occurred()) { PyErr_Clear(); self->bufs[i].size = -1; }
+          if (PyErr_Occurred()) { clear_ordinary(); self->bufs[i].size = -1; }
         }
       }
-      PyErr_Clear();
+      clear_ordinary();
       Py_XDECREF(arg); Py_XDECREF(dt); Py_XDECREF(base); Py_XDECREF(bname); Py_XDECREF(isz); Py_XDECREF(sz);
     }
     Py_XDECREF(nm);

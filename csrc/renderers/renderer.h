@@ -37,6 +37,10 @@ extern PyTypeObject CStyleLanguage_Type;
 extern PyTypeObject ClangRenderer_Type;
 extern PyTypeObject ClangJITRenderer_Type;
 
+/* llvmir.c: tinygrad's LLVMRenderer (after cstyle: its extra_matcher is built from cstyle's rule sets) */
+extern PyTypeObject LLVMRenderer_Type;
+int tinyc_init_llvmir(PyObject *m);
+
 /* program_spec.c: ProgramSpec.from_uop(prg), a new ProgramSpec (TypeError/AssertionError on a non-PROGRAM) */
 PyObject *program_spec_from_uop(PyObject *prg);
 

@@ -50,7 +50,7 @@ asan-build: deps
 
 # the suite (20,000 fuzz cases among it), then its sanitizer part; either failing fails
 test: build asan-build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 	cd build-asan && $(SAN_ENV) TINYC_FUZZ_SCALE=0.25 $(PY) -m pytest -q -x -p no:cacheprovider --rootdir=$(CURDIR) $(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 # the whole suite on the sanitizer build (slow)

@@ -44,7 +44,7 @@ def programs():
     for mode in MODES:
       with Context(NOOPT=int(mode == "noopt")): tg = tg_get_program(ast, tg_ren)
       t0 = time.perf_counter()
-      try: tc = get_program(from_tinygrad(ast), ren, opts=None if mode == "noopt" else tc_opts(tg.applied_opts))
+      try: tc = get_program(from_tinygrad(ast), ren, opts=[] if mode == "noopt" else tc_opts(tg.applied_opts))
       except Exception as e: tc = e
       out[(name, mode)], t_tc = (ast, tg, tc), t_tc + time.perf_counter() - t0
   print(f"\ntinyc get_program + LLVM compile of {len(out)} programs: {t_tc:.1f}s", end="")
@@ -95,7 +95,7 @@ def test_corpus_runs_as_the_clang_build(programs):
     init = {g: random_bytes(dt, size, np.random.default_rng(1)) for g, (dt, size) in globals_of(tg).items()}
     ours = [run(CompiledRunner(p), tg, init) for p in (noopt, opt)]
     bf16 = has_dtype(ast, tgdtypes.bfloat16)
-    ref = ours[1] if bf16 else run(CompiledRunner(get_program(from_tinygrad(ast), clang)), tg, init)
+    ref = ours[1] if bf16 else run(CompiledRunner(get_program(from_tinygrad(ast), clang, opts=[])), tg, init)
     for mode, out in zip(MODES, ours):
       if (err := differs(tg, out, ref, bf16 or has_dtype(ast, tgdtypes.float16))): failed.append((name, mode, err))
     checked += 1

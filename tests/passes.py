@@ -21,3 +21,22 @@ def capture_passes(kernels, ren, names) -> dict:
       except Exception: continue   # an opt tinygrad refuses for this kernel
   finally: tg_codegen.graph_rewrite = tg_graph_rewrite
   return out
+
+class _Stop(Exception): pass
+
+def capture_apply_opts_inputs(kernels, ren) -> tuple:
+  """((kernel name, the AST tinygrad's apply_opts gets), ...) for each (kernel name, ast) of `kernels` lowered with `ren`:
+  full_rewrite_to_sink runs up to apply_opts and stops there; a tagged AST (already optimized) is left out"""
+  out, orig = [], tg_codegen.apply_opts
+  def spy(ast, ren):
+    out.append(ast)
+    raise _Stop
+  tg_codegen.apply_opts = spy
+  try:
+    res = []
+    for kname, ast in kernels:
+      if ast.tag is not None: continue
+      try: tg_codegen.full_rewrite_to_sink(ast, ren)
+      except _Stop: res.append((kname, out[-1]))
+  finally: tg_codegen.apply_opts = orig
+  return tuple(res)

@@ -17,8 +17,8 @@ from tinygrad.codegen.opt.postrange import Scheduler as TgScheduler
 from tinygrad.renderer.cstyle import ClangRenderer, CUDARenderer
 from tinygrad.uop.ops import Ops as TgOps
 from corpus import kernel_asts
+from passes import capture_apply_opts_inputs
 
-class _Stop(Exception): pass
 
 def extra_programs():
   Tensor.manual_seed(1)
@@ -50,21 +50,7 @@ def tc_renderer(ren_name):
 @functools.cache
 def captured(ren_name):
   """[(name, the tinygrad AST apply_opts gets)] for the corpus and the extra kernels"""
-  out, orig = [], tg_codegen.apply_opts
-  def spy(ast, ren):
-    out.append(ast)
-    raise _Stop
-  tg_codegen.apply_opts = spy
-  try:
-    res = []
-    for kname, ast in kernel_asts() + extra_asts():
-      if ast.tag is not None: continue
-      n = len(out)
-      try: tg_codegen.full_rewrite_to_sink(ast, tg_renderer(ren_name))
-      except _Stop: pass
-      if len(out) > n: res.append((kname, out[-1]))
-  finally: tg_codegen.apply_opts = orig
-  return tuple(res)
+  return capture_apply_opts_inputs(kernel_asts() + extra_asts(), tg_renderer(ren_name))
 
 def run_both(ast, ren_name, tensor_cores=False):
   """(tinygrad's Scheduler or exception, tinyc's) after hand_coded_optimizations of the same kernel"""

@@ -10,7 +10,6 @@ import pytest
 import tinyc
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad, _to_tc_arg
-import tinygrad.codegen as tg_codegen
 from tinygrad.codegen.opt import Opt as TgOpt, OptOps as TgOptOps, KernelOptError as TgKernelOptError
 from tinygrad.codegen.opt.postrange import Scheduler as TgScheduler, apply_opts as tg_apply_opts
 from tinygrad.codegen.opt.heuristic import hand_coded_optimizations
@@ -18,8 +17,8 @@ from tinygrad.renderer.cstyle import ClangRenderer, CUDARenderer
 from tinygrad.helpers import Context
 from tinygrad.uop.ops import Ops as TgOps, KernelInfo as TgKernelInfo
 from corpus import kernel_asts
+from passes import capture_apply_opts_inputs
 
-class _Stop(Exception): pass
 
 def tc_renderer_like(tg_ren):
   """a tinyc Renderer with the attributes the Scheduler reads, copied from a tinygrad renderer (no tensor cores)"""
@@ -34,21 +33,7 @@ RENDERERS = {"clang": ClangRenderer, "cuda": lambda: CUDARenderer("sm_80")}
 @functools.cache
 def captured(ren_name):
   """[(kernel name, the tinygrad AST apply_opts gets)] for every corpus kernel that reaches it"""
-  out, orig = [], tg_codegen.apply_opts
-  def spy(ast, ren):
-    out.append(ast)
-    raise _Stop
-  tg_codegen.apply_opts = spy
-  try:
-    res = []
-    for kname, ast in kernel_asts():
-      if ast.tag is not None: continue
-      n = len(out)
-      try: tg_codegen.full_rewrite_to_sink(ast, RENDERERS[ren_name]())
-      except _Stop: pass
-      if len(out) > n: res.append((kname, out[-1]))
-  finally: tg_codegen.apply_opts = orig
-  return tuple(res)
+  return capture_apply_opts_inputs(kernel_asts(), RENDERERS[ren_name]())
 
 def schedulers(ast, ren_name):
   tg_ren = RENDERERS[ren_name]()

@@ -22,6 +22,7 @@ from tinygrad.codegen.late.linearizer import linearize as tg_linearize
 from tinygrad.renderer.cstyle import CUDARenderer, AMDHIPRenderer, HIPRenderer, MetalRenderer
 from tinygrad.uop.ops import Ops as TgOps, KernelInfo as TgKernelInfo
 from corpus import kernel_asts
+from passes import capture_apply_opts_inputs
 
 TABLES = ["cuda_81616", "cuda_81632_f8", "cuda_8168_f16", "cuda_8168_tf32", "cuda_sm75", "cuda_sm80", "cuda_sm89", "amd_rdna3",
           "amd_rdna4", "amd_cdna_161616", "amd_cdna_161632", "amd_cdna_1616128", "amd_cdna3", "amd_cdna4", "metal", "amx", "intel"]
@@ -89,7 +90,6 @@ def test_bad_construction_types():
 
 # ---- the Scheduler's TC opt ----
 
-class _Stop(Exception): pass
 
 def amd_renderer(arch): return AMDHIPRenderer(arch)
 def metal_renderer():
@@ -157,22 +157,10 @@ def device_of(name): return tg_renderer(name).device
 def captured(device):
   """[(kernel name, the tinygrad AST apply_opts gets)] for the matmuls and the corpus, on a renderer of `device`"""
   ren = tg_renderer({"CUDA": "sm_80", "AMD": "rdna3", "HIP": "hip_rdna3", "METAL": "metal"}[device])
-  out, orig = [], tg_codegen.apply_opts
-  def spy(ast, ren):
-    out.append(ast)
-    raise _Stop
-  tg_codegen.apply_opts = spy
-  try:
-    res = []
-    # the matmul kernel of each program (the others make its random inputs)
-    progs = [(n, si.ast) for n, t in matmul_programs() for si in t.schedule_with_vars()[0]
-             if si.ast.op is TgOps.SINK and any(u.op in (TgOps.REDUCE_AXIS, TgOps.REDUCE) for u in si.ast.toposort())]
-    for kname, ast in progs + list(kernel_asts()):
-      if ast.tag is not None: continue
-      try: tg_codegen.full_rewrite_to_sink(ast, ren)
-      except _Stop: res.append((kname, out[-1]))
-  finally: tg_codegen.apply_opts = orig
-  return tuple(res)
+  # the matmul kernel of each program (the others make its random inputs)
+  progs = [(n, si.ast) for n, t in matmul_programs() for si in t.schedule_with_vars()[0]
+           if si.ast.op is TgOps.SINK and any(u.op in (TgOps.REDUCE_AXIS, TgOps.REDUCE) for u in si.ast.toposort())]
+  return capture_apply_opts_inputs(progs + list(kernel_asts()), ren)
 
 def matmuls(device): return [(k, a) for k, a in captured(device) if k.startswith(("mm_", "batched_half"))]
 

@@ -50,9 +50,9 @@ static void CompiledRunner_dealloc(CompiledRunnerObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* p with lib replaced: p.replace(lib=lib) when the spec has it, else dataclasses.replace(p, lib=lib) */
-static PyObject *spec_with_lib(PyObject *p, PyObject *lib) {
-  PyObject *kw = Py_BuildValue("{sO}", "lib", lib), *args = NULL, *fn = NULL, *ret = NULL;
+/* p with one field replaced: p.replace(field=value) when the spec has it, else dataclasses.replace(p, field=value) */
+PyObject *spec_replace(PyObject *p, const char *field, PyObject *value) {
+  PyObject *kw = Py_BuildValue("{sO}", field, value), *args = NULL, *fn = NULL, *ret = NULL;
   if (!kw) return NULL;
   if (PyObject_HasAttrString(p, "replace")) {
     if ((fn = PyObject_GetAttrString(p, "replace")) && (args = PyTuple_New(0))) ret = PyObject_Call(fn, args, kw);
@@ -206,7 +206,7 @@ static PyObject *CompiledRunner_new(PyTypeObject *type, PyObject *args, PyObject
     PyObject *src = PyObject_GetAttrString(p, "src"), *compiler = src ? PyObject_GetAttrString(dev, "compiler") : NULL;
     Py_SETREF(lib, compiler ? PyObject_CallMethod(compiler, "compile_cached", "O", src) : NULL);
     Py_XDECREF(src); Py_XDECREF(compiler);
-    if (!lib || !(self->p = spec_with_lib(p, lib))) goto fail;
+    if (!lib || !(self->p = spec_replace(p, "lib", lib))) goto fail;
   } else self->p = Py_NewRef(p);
   if (!(self->name = PyObject_GetAttrString(self->p, "name")) || !(fname = PyObject_GetAttrString(self->p, "function_name"))) goto fail;
   if (prg != Py_None) self->prg = Py_NewRef(prg);

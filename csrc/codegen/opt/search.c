@@ -277,13 +277,6 @@ static PyObject *test_global_size(PyObject *global_size, long max_global_size, P
   return ret;
 }
 
-static PyObject *spec_replace(PyObject *p, const char *field, PyObject *value) {
-  PyObject *fn = PyObject_GetAttrString(p, "replace"), *args = fn ? PyTuple_New(0) : NULL, *kw = args ? Py_BuildValue("{sO}", field, value) : NULL;
-  PyObject *ret = kw ? PyObject_Call(fn, args, kw) : NULL;
-  Py_XDECREF(fn); Py_XDECREF(args); Py_XDECREF(kw);
-  return ret;
-}
-
 /* tinygrad's _time_program: the kernel run cnt times (stopping early once it is slower than early_stop), each time
  * scaled up by the threads the test size left out. [inf]*cnt when the program cannot be loaded (AssertionError). */
 PyObject *time_program(PyObject *p, PyObject *rawbufs, PyObject *var_vals, long cnt, double early_stop, int allow_test_size,

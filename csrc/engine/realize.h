@@ -3,9 +3,9 @@
 #define TINYC_ENGINE_REALIZE_H
 #include "../device.h"
 
-extern PyTypeObject CompiledRunner_Type;
+extern PyTypeObject CompiledRunner_Type;   /* CompiledRunner(p): BEAM times candidates with it */
 /* p (a ProgramSpec, or a dataclass like it) with one field replaced; a new reference */
-PyObject *spec_replace(PyObject *p, const char *field, PyObject *value);   /* CompiledRunner(p): BEAM times candidates with it */
+PyObject *spec_replace(PyObject *p, const char *field, PyObject *value);
 int tinyc_init_realize(PyObject *m);
 
 #endif

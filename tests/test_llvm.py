@@ -108,6 +108,16 @@ def test_corpus_runs_as_the_clang_build(programs):
 def corpus_ir(programs, n):
   return [tc.src for (_, mode), (_, _, tc) in list(programs.items())[:2 * n] if mode == "opts"]
 
+def test_objects_are_tinygrads(programs):
+  """the object of tinygrad's CPULLVMCompiler (before its own ELF loader) for the same IR, byte for byte: tinyc's pass
+  pipeline is tinygrad's (same passes, options, target machine; verified once instead of after each pass)"""
+  from tinygrad.runtime.support.compiler_cpu import CPULLVMCompiler as TgCPULLVMCompiler
+  srcs, comp, tg = corpus_ir(programs, 40), tinyc.CPULLVMCompiler(), TgCPULLVMCompiler()
+  tg.jit = False   # its compile returns the relocatable object then, as tinyc's lib
+  same = sum(comp.compile(s) == tg.compile(s) for s in srcs)
+  print(f"\n{same}/{len(srcs)} LLVM objects identical to tinygrad's")
+  assert same == len(srcs)
+
 def test_two_threads_compile_the_bytes_of_serial(programs):
   srcs, comp = corpus_ir(programs, 24), tinyc.CPULLVMCompiler()
   serial = [comp.compile(s) for s in srcs]

@@ -786,10 +786,25 @@ static PyObject *UOp_reduce(UOp *self, PyObject *unused) {
                        uop_tag(self));
 }
 
+/* tinygrad's replace pops the fields it knows and asserts nothing is left: an unknown name is an AssertionError */
+static int check_replace_names(PyObject *kw, char *const *kwlist) {
+  PyObject *unused = PyList_New(0), *name, *value;
+  for (Py_ssize_t pos = 0; unused && kw && PyDict_Next(kw, &pos, &name, &value);) {
+    bool known = false;
+    for (int i = 0; !known && kwlist[i]; i++) known = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, kwlist[i]) == 0;
+    if (!known && PyList_Append(unused, name) < 0) Py_CLEAR(unused);
+  }
+  if (unused && PyList_GET_SIZE(unused)) PyErr_Format(PyExc_AssertionError, "unused kwargs in replace %R", unused);
+  int rc = unused && !PyList_GET_SIZE(unused) ? 0 : -1;
+  Py_XDECREF(unused);
+  return rc;
+}
+
 /* replace(op=, dtype=, src=, arg=, tag=): self when nothing changes */
 static PyObject *UOp_replace(UOp *self, PyObject *args, PyObject *kw) {
   if (PyTuple_GET_SIZE(args)) return PyErr_Format(PyExc_TypeError, "replace takes keyword arguments only");
   static char *kwlist[] = {"op", "dtype", "src", "arg", "tag", NULL};
+  if (check_replace_names(kw, kwlist) < 0) return NULL;
   PyObject *op = ops_members[self->op], *dtype = (PyObject *)self->dtype, *src = NULL, *arg = self->arg, *tag = uop_tag(self);
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOOO:replace", kwlist, &op, &dtype, &src, &arg, &tag)) return NULL;
   PyObject *own_src = NULL;

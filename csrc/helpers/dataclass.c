@@ -227,10 +227,10 @@ static int add_dataclass_metadata(PyTypeObject *type, const Dataclass *dc, PyObj
   return err ? -1 : 0;
 }
 
-static int add_attributes(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses) {
+static int add_attributes(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses, bool methods) {
   PyObject *names = field_names(dc->fields);
   int err = !names || PyDict_SetItemString(type->tp_dict, "__match_args__", names) < 0 ||
-            add_dataclass_metadata(type, dc, dataclasses) < 0 || add_methods(type) < 0;
+            add_dataclass_metadata(type, dc, dataclasses) < 0 || (methods && add_methods(type) < 0);
   Py_XDECREF(names);
   PyType_Modified(type);
   return err ? -1 : 0;
@@ -250,7 +250,14 @@ int dataclass_ready(PyTypeObject *type, const Dataclass *dc) {
     if (dc->frozen && !type->tp_setattro) type->tp_setattro = dataclass_frozen_setattr;
     if (dc->frozen && !type->tp_members && !(type->tp_members = frozen_members(dc->fields))) err = 1;
   }
-  err = err || PyType_Ready(type) < 0 || add_attributes(type, dc, dataclasses) < 0;
+  err = err || PyType_Ready(type) < 0 || add_attributes(type, dc, dataclasses, true) < 0;
   Py_DECREF(dataclasses);
+  return err ? -1 : 0;
+}
+
+int dataclass_describe(PyTypeObject *type, const Dataclass *dc) {
+  PyObject *dataclasses = PyImport_ImportModule("dataclasses");
+  int err = !dataclasses || add_attributes(type, dc, dataclasses, false) < 0;
+  Py_XDECREF(dataclasses);
   return err ? -1 : 0;
 }

@@ -52,6 +52,13 @@ typedef struct {
  * the type defines itself are kept (ProgramSpec has its own __reduce__). `dc` must be static. 0, or -1 with an exception. */
 int dataclass_ready(PyTypeObject *type, const Dataclass *dc);
 
+/* Only the dataclasses module's view (__match_args__, __dataclass_fields__, __dataclass_params__) on a type that keeps all its
+ * own slots and methods and reads its fields through its own attributes (UOp, DType: tinygrad declares them @dataclass(eq=False)
+ * for their fields, not for generated methods); the offsets of dc's fields are unused. Call after PyType_Ready. 0 or -1. */
+int dataclass_describe(PyTypeObject *type, const Dataclass *dc);
+/* a field of such a type: a name, and a default or NULL */
+#define DATACLASS_NAMED(name, make) {name, 0, NULL, make, false}
+
 /* The field values of a dataclass object as a tuple (dataclasses.astuple, not recursive): new reference. */
 PyObject *dataclass_astuple(PyObject *self);
 

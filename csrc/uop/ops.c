@@ -3,6 +3,7 @@
  * range analysis and the symbolic helpers in ops_range.c, operators in mixin/math.c. */
 #include "uop.h"
 #include "form.h"
+#include "../helpers/dataclass.h"
 #include "../helpers.h"
 #include "ops_movement.h"
 #include "../mixin/math.h"
@@ -958,6 +959,13 @@ static PyMethodDef module_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
+/* tinygrad's @dataclass(eq=False, slots=True): dataclasses.fields, replace and asdict see op, dtype, src, arg, tag */
+static PyObject *default_dtype(void) { return Py_NewRef((PyObject *)DTYPE(VOID)); }
+static const DataclassField uop_fields[] = {
+  DATACLASS_NAMED("op", NULL), DATACLASS_NAMED("dtype", default_dtype), DATACLASS_NAMED("src", dataclass_empty_tuple),
+  DATACLASS_NAMED("arg", dataclass_none), DATACLASS_NAMED("tag", dataclass_none), {NULL}};
+static const Dataclass uop_dataclass = {uop_fields, .identity_eq = true};
+
 int tinyc_init_uop(PyObject *m) {
   PyObject *hashlib = PyImport_ImportModule("hashlib");
   if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
@@ -972,6 +980,7 @@ int tinyc_init_uop(PyObject *m) {
   if (!(UOp_Type.tp_methods = merge_methods(methods, 8)) || !(UOp_Type.tp_getset = merge_getset(getsets, 4))) return -1;
   UOp_Type.tp_hash = PyBaseObject_Type.tp_hash;   /* identity hash: equal nodes are the same object */
   if (PyType_Ready(&UOp_Type) < 0 || tinyc_add(m, "UOp", (PyObject *)&UOp_Type) < 0) return -1;
+  if (dataclass_describe(&UOp_Type, &uop_dataclass) < 0) return -1;
   if (PyModule_AddFunctions(m, module_functions) < 0) return -1;
   return tinyc_init_uop_sugar(m) < 0 ? -1 : tinyc_init_uop_range(m);
 }

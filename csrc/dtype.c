@@ -2,6 +2,7 @@
  * and the value truncations (fp16, bf16, fp8, C integer wraparound). */
 #include "dtype.h"
 #include "helpers/enum.h"
+#include "helpers/dataclass.h"
 #include <math.h>
 #include <string.h>
 #include <limits.h>
@@ -1143,10 +1144,22 @@ static int init_once(void) {
   return apply_default_float_env();
 }
 
+/* tinygrad declares DType and PtrDType @dataclass(frozen=True, eq=False): dataclasses.fields and asdict see their fields */
+static PyObject *default_ptr_size(void) { return PyLong_FromLong(-1); }
+#define DTYPE_FIELDS DATACLASS_NAMED("priority", NULL), DATACLASS_NAMED("bitsize", NULL), DATACLASS_NAMED("name", NULL), \
+                     DATACLASS_NAMED("fmt", NULL), DATACLASS_NAMED("count", NULL), DATACLASS_NAMED("_scalar", NULL)
+static const DataclassField dtype_fields[] = {DTYPE_FIELDS, {NULL}};
+static const DataclassField ptrdtype_fields[] = {DTYPE_FIELDS, DATACLASS_NAMED("_base", NULL), DATACLASS_NAMED("addrspace", NULL),
+                                                 DATACLASS_NAMED("v", NULL), DATACLASS_NAMED("size", default_ptr_size), {NULL}};
+#undef DTYPE_FIELDS
+static const Dataclass dtype_dataclass = {dtype_fields, .frozen = true, .identity_eq = true};
+static const Dataclass ptrdtype_dataclass = {ptrdtype_fields, .frozen = true, .identity_eq = true};
+
 int tinyc_init_dtype(PyObject *m) {
   static bool ready = false;
   if (!ready) {
     if (init_once() < 0) return -1;
+    if (dataclass_describe(&DType_Type, &dtype_dataclass) < 0 || dataclass_describe(&PtrDType_Type, &ptrdtype_dataclass) < 0) return -1;
     ready = true;
   }
   PyObject *addrspace_cls = PyObject_GetAttrString(addrspace_members[ADDRSPACE_GLOBAL], "__class__");

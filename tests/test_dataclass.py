@@ -106,3 +106,38 @@ def test_recursive_repr():
   r = repr(ours)
   lst[0] = theirs
   assert r == repr(theirs) == "Estimates(ops=[...], lds=0, mem=0)"
+
+def _defaults(obj):
+  """each field's name and default as dataclasses.fields gives it: repr of the default, ("factory", a made value), or "-" """
+  def default(f):
+    if f.default is not dataclasses.MISSING: return repr(f.default)
+    return ("factory", repr(f.default_factory())) if f.default_factory is not dataclasses.MISSING else "-"
+  return [(f.name, default(f), f.init, f.repr, f.compare, f.hash, f.kw_only) for f in dataclasses.fields(obj)]
+
+def test_field_defaults(case):
+  name, ours, theirs, _, _ = case
+  assert _defaults(ours) == _defaults(theirs)
+
+def test_default_factory_makes_a_new_value():
+  aux = {f.name: f for f in dataclasses.fields(tinyc.ProgramSpec)}["global_size"]
+  a, b = aux.default_factory(), aux.default_factory()
+  assert a == b == [1, 1, 1] and a is not b
+  a.append(2)
+  assert aux.default_factory() == [1, 1, 1]
+
+# types tinygrad declares @dataclass(eq=False) and tinyc describes only (dataclass_describe): their own slots, tinygrad's fields
+DESCRIBED = {"UOp": lambda: (tinyc.UOp.const(tinyc.dtypes.int, 3), TgUOp.const(tg_dtypes.int, 3), "arg", 4),
+             "DType": lambda: (tinyc.dtypes.float, tg_dtypes.float, None, None),
+             "PtrDType": lambda: (tinyc.dtypes.float.ptr(16), tg_dtypes.float.ptr(16), None, None)}
+
+@pytest.mark.parametrize("name", sorted(DESCRIBED))
+def test_described_types(name):
+  ours, theirs, field, value = DESCRIBED[name]()
+  assert dataclasses.is_dataclass(ours) and type(ours).__match_args__ == type(theirs).__match_args__
+  assert _defaults(ours) == _defaults(theirs)
+  for param in ("eq", "order", "frozen"):
+    assert getattr(type(ours).__dataclass_params__, param) == getattr(type(theirs).__dataclass_params__, param), param
+  assert repr(dataclasses.asdict(ours)) == repr(dataclasses.asdict(theirs))
+  assert repr(dataclasses.astuple(ours)) == repr(dataclasses.astuple(theirs))
+  assert (ours == ours, hash(ours) == hash(ours)) == (theirs == theirs, hash(theirs) == hash(theirs)) == (True, True)
+  if field: assert repr(dataclasses.replace(ours, **{field: value})) == repr(dataclasses.replace(theirs, **{field: value}))

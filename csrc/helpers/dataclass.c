@@ -126,6 +126,48 @@ static PyMethodDef dataclass_methods[] = {
   {NULL, NULL, 0, NULL}
 };
 
+/* ---- defaults ---- */
+
+PyObject *dataclass_none(void) { return Py_NewRef(Py_None); }
+PyObject *dataclass_false(void) { return Py_NewRef(Py_False); }
+PyObject *dataclass_true(void) { return Py_NewRef(Py_True); }
+PyObject *dataclass_zero(void) { return PyLong_FromLong(0); }
+PyObject *dataclass_empty_tuple(void) { return PyTuple_New(0); }
+PyObject *dataclass_new_list(void) { return PyList_New(0); }
+
+/* a default_factory as a Python callable: self is a capsule holding the (static) field whose make_default it calls */
+static PyObject *call_factory(PyObject *capsule, PyObject *unused) {
+  UNUSED(unused);
+  const DataclassField *f = PyCapsule_GetPointer(capsule, "tinyc.DataclassField");
+  return f ? f->make_default() : NULL;
+}
+static PyMethodDef factory_def = {"default_factory", call_factory, METH_NOARGS, "a new default value for the field"};
+
+/* the field's entry for dataclasses.make_dataclass: its name, or (name, 'typing.Any', field(default=...|default_factory=...)) */
+static PyObject *field_spec(const DataclassField *f, PyObject *field_fn) {
+  if (!f->make_default) return PyUnicode_FromString(f->name);
+  PyObject *value = f->factory ? PyCapsule_New((void *)f, "tinyc.DataclassField", NULL) : f->make_default(), *kw = NULL, *field = NULL;
+  if (value && f->factory) Py_SETREF(value, PyCFunction_New(&factory_def, value));
+  PyObject *noargs = value ? PyTuple_New(0) : NULL;
+  if (noargs) kw = Py_BuildValue("{sO}", f->factory ? "default_factory" : "default", value);
+  if (kw) field = PyObject_Call(field_fn, noargs, kw);
+  PyObject *ret = field ? Py_BuildValue("(ssO)", f->name, "typing.Any", field) : NULL;
+  Py_XDECREF(value); Py_XDECREF(noargs); Py_XDECREF(kw); Py_XDECREF(field);
+  return ret;
+}
+
+/* make_dataclass's field list: every field's spec, in order */
+static PyObject *field_specs(const DataclassField *fields, PyObject *dataclasses) {
+  PyObject *field_fn = PyObject_GetAttrString(dataclasses, "field"), *specs = field_fn ? PyList_New(0) : NULL;
+  for (const DataclassField *f = fields; specs && f->name; f++) {
+    PyObject *spec = field_spec(f, field_fn);
+    if (!spec || PyList_Append(specs, spec) < 0) Py_CLEAR(specs);
+    Py_XDECREF(spec);
+  }
+  Py_XDECREF(field_fn);
+  return specs;
+}
+
 /* ---- making a type a dataclass ---- */
 
 /* read-only members for the fields of a frozen type (kept for the life of the type) */
@@ -161,13 +203,13 @@ static PyObject *field_names(const DataclassField *fields) {
   return names;
 }
 
-/* The dataclasses module's metadata, taken from a stand-in made by dataclasses.make_dataclass with the same name and
- * field names: its Field objects are the module's own, not imitations. The stand-in is made with nothing generated
- * (its methods would be thrown away, and making them costs milliseconds at import); its parameters are then set to the
- * ones the type has. */
-static int add_dataclass_metadata(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses, PyObject *names) {
+/* The dataclasses module's metadata, taken from a stand-in made by dataclasses.make_dataclass with the same name,
+ * fields and defaults: its Field objects are the module's own, not imitations. The stand-in is made with nothing
+ * generated (its methods would be thrown away, and making them costs milliseconds at import); its parameters are then
+ * set to the ones the type has. */
+static int add_dataclass_metadata(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses) {
   PyObject *make = PyObject_GetAttrString(dataclasses, "make_dataclass"), *standin = NULL, *fields = NULL, *params = NULL;
-  PyObject *args = Py_BuildValue("(sO)", short_name(type), names);
+  PyObject *specs = field_specs(dc->fields, dataclasses), *args = specs ? Py_BuildValue("(sO)", short_name(type), specs) : NULL;
   /* a docstring, or make_dataclass would compute one from inspect.signature */
   PyObject *kw = Py_BuildValue("{sOsOsOs{ss}}", "init", Py_False, "repr", Py_False, "eq", Py_False, "namespace", "__doc__",
                                type->tp_doc ? type->tp_doc : short_name(type));
@@ -175,19 +217,20 @@ static int add_dataclass_metadata(PyTypeObject *type, const Dataclass *dc, PyObj
   if (standin) fields = PyObject_GetAttrString(standin, "__dataclass_fields__");
   if (fields) params = PyObject_GetAttrString(standin, "__dataclass_params__");
   int err = !params || PyObject_SetAttrString(params, "init", Py_True) < 0 || PyObject_SetAttrString(params, "repr", Py_True) < 0 ||
-            PyObject_SetAttrString(params, "eq", Py_True) < 0 ||
+            PyObject_SetAttrString(params, "eq", dc->identity_eq ? Py_False : Py_True) < 0 ||
             PyObject_SetAttrString(params, "order", dc->order ? Py_True : Py_False) < 0 ||
             PyObject_SetAttrString(params, "frozen", dc->frozen ? Py_True : Py_False) < 0 ||
             PyDict_SetItemString(type->tp_dict, "__dataclass_fields__", fields) < 0 ||
             PyDict_SetItemString(type->tp_dict, "__dataclass_params__", params) < 0;
-  Py_XDECREF(make); Py_XDECREF(args); Py_XDECREF(kw); Py_XDECREF(standin); Py_XDECREF(fields); Py_XDECREF(params);
+  Py_XDECREF(make); Py_XDECREF(specs); Py_XDECREF(args); Py_XDECREF(kw); Py_XDECREF(standin); Py_XDECREF(fields);
+  Py_XDECREF(params);
   return err ? -1 : 0;
 }
 
-static int add_attributes(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses) {
+static int add_attributes(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses, bool methods) {
   PyObject *names = field_names(dc->fields);
   int err = !names || PyDict_SetItemString(type->tp_dict, "__match_args__", names) < 0 ||
-            add_dataclass_metadata(type, dc, dataclasses, names) < 0 || add_methods(type) < 0;
+            add_dataclass_metadata(type, dc, dataclasses) < 0 || (methods && add_methods(type) < 0);
   Py_XDECREF(names);
   PyType_Modified(type);
   return err ? -1 : 0;
@@ -201,12 +244,20 @@ int dataclass_ready(PyTypeObject *type, const Dataclass *dc) {
   if (!err) {
     registry[nregistered].type = type, registry[nregistered++].dc = dc;
     if (!type->tp_repr) type->tp_repr = dataclass_repr;
-    if (!type->tp_richcompare) type->tp_richcompare = dataclass_richcompare;
-    if (!type->tp_hash) type->tp_hash = dc->frozen ? dataclass_hash : PyObject_HashNotImplemented;
+    /* eq=False: no generated ==, and no generated hash either (the type's own, or identity's) */
+    if (!type->tp_richcompare && !dc->identity_eq) type->tp_richcompare = dataclass_richcompare;
+    if (!type->tp_hash && !dc->identity_eq) type->tp_hash = dc->frozen ? dataclass_hash : PyObject_HashNotImplemented;
     if (dc->frozen && !type->tp_setattro) type->tp_setattro = dataclass_frozen_setattr;
     if (dc->frozen && !type->tp_members && !(type->tp_members = frozen_members(dc->fields))) err = 1;
   }
-  err = err || PyType_Ready(type) < 0 || add_attributes(type, dc, dataclasses) < 0;
+  err = err || PyType_Ready(type) < 0 || add_attributes(type, dc, dataclasses, true) < 0;
   Py_DECREF(dataclasses);
+  return err ? -1 : 0;
+}
+
+int dataclass_describe(PyTypeObject *type, const Dataclass *dc) {
+  PyObject *dataclasses = PyImport_ImportModule("dataclasses");
+  int err = !dataclasses || add_attributes(type, dc, dataclasses, false) < 0;
+  Py_XDECREF(dataclasses);
   return err ? -1 : 0;
 }

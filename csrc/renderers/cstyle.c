@@ -1290,7 +1290,7 @@ static PatternMatcher *pm_for_dtypes(const RuleDef *defs, int n, PyObject *spell
     PyObject *p = PyUnicode_FromString(defs[i].pattern), *q = p ? PyUnicode_Replace(p, dts, spelled, -1) : NULL;
     const char *utf8 = q && PyList_Append(texts, q) == 0 ? PyUnicode_AsUTF8(q) : NULL;
     Py_XDECREF(p); Py_XDECREF(q);
-    mine[i] = (RuleDef){utf8, defs[i].fn, defs[i].reads, defs[i].name};
+    mine[i] = (RuleDef){utf8, defs[i].fn, defs[i].reads, defs[i].name, defs[i].file, defs[i].line};
   }
   if (texts && dts && !PyErr_Occurred()) pm = pm_from_defs(mine, n);
   Py_XDECREF(texts); Py_XDECREF(dts);

@@ -272,8 +272,9 @@ static PyMethodDef Estimates_methods[] = {
 
 /* tinygrad's @dataclass(frozen=True) */
 static const DataclassField estimates_fields[] = {
-  DATACLASS_FIELD(EstimatesObject, ops, "FLOPs of the kernel"), DATACLASS_FIELD(EstimatesObject, lds, "bytes loaded and stored"),
-  DATACLASS_FIELD(EstimatesObject, mem, "bytes of global memory accessed, each counted once"), {NULL}};
+  DATACLASS_FIELD_DEFAULT(EstimatesObject, ops, "FLOPs of the kernel", dataclass_zero),
+  DATACLASS_FIELD_DEFAULT(EstimatesObject, lds, "bytes loaded and stored", dataclass_zero),
+  DATACLASS_FIELD_DEFAULT(EstimatesObject, mem, "bytes of global memory accessed, each counted once", dataclass_zero), {NULL}};
 static const Dataclass estimates_dataclass = {estimates_fields, .frozen = true};
 
 static PyNumberMethods Estimates_as_number = {.nb_add = Estimates_add};
@@ -303,13 +304,16 @@ typedef struct {
   PyObject *function_name;
 } ProgramSpecObject;
 
-/* tinygrad's plain @dataclass: eq, unhashable, mutable (through ProgramSpec_getset's checked setters) */
-#define PS_FIELD(i, name) [i] = {name, offsetof(ProgramSpecObject, f[i]), NULL}
+/* tinygrad's plain @dataclass: eq, unhashable, mutable (through ProgramSpec_getset's checked setters); its defaults */
+static PyObject *default_global_size(void) { return Py_BuildValue("[iii]", 1, 1, 1); }
+#define PS_FIELD(i, name, ...) [i] = {name, offsetof(ProgramSpecObject, f[i]), NULL, __VA_ARGS__}
 static const DataclassField ps_fields[PS_NFIELDS + 1] = {
-  PS_FIELD(PS_NAME, "name"), PS_FIELD(PS_SRC, "src"), PS_FIELD(PS_DEVICE, "device"), PS_FIELD(PS_AST, "ast"),
-  PS_FIELD(PS_UOPS, "uops"), PS_FIELD(PS_LIB, "lib"), PS_FIELD(PS_AUX, "aux"), PS_FIELD(PS_GLOBAL_SIZE, "global_size"),
-  PS_FIELD(PS_LOCAL_SIZE, "local_size"), PS_FIELD(PS_VARS, "vars"), PS_FIELD(PS_GLOBALS, "globals"),
-  PS_FIELD(PS_OUTS, "outs"), PS_FIELD(PS_INS, "ins"), [PS_NFIELDS] = {NULL}};
+  PS_FIELD(PS_NAME, "name", NULL, false), PS_FIELD(PS_SRC, "src", NULL, false), PS_FIELD(PS_DEVICE, "device", NULL, false),
+  PS_FIELD(PS_AST, "ast", NULL, false), PS_FIELD(PS_UOPS, "uops", dataclass_none, false), PS_FIELD(PS_LIB, "lib", dataclass_none, false),
+  PS_FIELD(PS_AUX, "aux", dataclass_new_list, true), PS_FIELD(PS_GLOBAL_SIZE, "global_size", default_global_size, true),
+  PS_FIELD(PS_LOCAL_SIZE, "local_size", dataclass_none, false), PS_FIELD(PS_VARS, "vars", dataclass_new_list, true),
+  PS_FIELD(PS_GLOBALS, "globals", dataclass_new_list, true), PS_FIELD(PS_OUTS, "outs", dataclass_new_list, true),
+  PS_FIELD(PS_INS, "ins", dataclass_new_list, true), [PS_NFIELDS] = {NULL}};
 #undef PS_FIELD
 static const Dataclass ps_dataclass = {ps_fields};
 

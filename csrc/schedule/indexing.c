@@ -33,10 +33,12 @@ static void BufferizeOpts_dealloc(BufferizeOpts *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* tinygrad's @dataclass(frozen=True) */
+/* tinygrad's @dataclass(frozen=True), with its defaults */
+static PyObject *default_addrspace(void) { return Py_NewRef(addrspace_members[ADDRSPACE_GLOBAL]); }
 static const DataclassField bufferize_opts_fields[] = {
   DATACLASS_FIELD(BufferizeOpts, device, "the device (the local buffer's id on AddrSpace.LOCAL)"),
-  DATACLASS_FIELD(BufferizeOpts, addrspace, NULL), DATACLASS_FIELD(BufferizeOpts, removable, NULL), {NULL}};
+  DATACLASS_FIELD_DEFAULT(BufferizeOpts, addrspace, NULL, default_addrspace),
+  DATACLASS_FIELD_DEFAULT(BufferizeOpts, removable, NULL, dataclass_true), {NULL}};
 static const Dataclass bufferize_opts_dataclass = {bufferize_opts_fields, .frozen = true};
 
 PyTypeObject BufferizeOpts_Type = {

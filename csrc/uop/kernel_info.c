@@ -112,11 +112,14 @@ static PyGetSetDef KernelInfo_getset[] = {
   {NULL, NULL, NULL, NULL, NULL}
 };
 
-/* tinygrad's @dataclass(frozen=True) */
+/* tinygrad's @dataclass(frozen=True), with its defaults */
+static PyObject *make_default_name(void) { return Py_NewRef(default_name); }   /* "test", interned at init */
 static const DataclassField kernel_info_fields[] = {
-  DATACLASS_FIELD(KernelInfoObject, name, NULL), DATACLASS_FIELD(KernelInfoObject, axis_types, NULL),
-  DATACLASS_FIELD(KernelInfoObject, dont_use_locals, NULL), DATACLASS_FIELD(KernelInfoObject, applied_opts, NULL),
-  DATACLASS_FIELD(KernelInfoObject, opts_to_apply, NULL), {NULL}};
+  DATACLASS_FIELD_DEFAULT(KernelInfoObject, name, NULL, make_default_name),
+  DATACLASS_FIELD_DEFAULT(KernelInfoObject, axis_types, NULL, dataclass_empty_tuple),
+  DATACLASS_FIELD_DEFAULT(KernelInfoObject, dont_use_locals, NULL, dataclass_false),
+  DATACLASS_FIELD_DEFAULT(KernelInfoObject, applied_opts, NULL, dataclass_empty_tuple),
+  DATACLASS_FIELD_DEFAULT(KernelInfoObject, opts_to_apply, NULL, dataclass_none), {NULL}};
 static const Dataclass kernel_info_dataclass = {kernel_info_fields, .frozen = true, .hash_cache = offsetof(KernelInfoObject, hash)};
 
 PyTypeObject KernelInfo_Type = {

@@ -78,7 +78,12 @@ PatternMatcher *pm_from_defs(const RuleDef *defs, int n) {
   PatternMatcher *pm = NULL;
   if (!pats) return NULL;
   for (int i = 0; i < n; i++) {
+    PyObject *loc = defs[i].file ? Py_BuildValue("(si)", defs[i].file, defs[i].line) : NULL;
+    if (defs[i].file && !loc) goto end;
+    upat_set_native_location(loc);
     PyObject *p = native_eval(defs[i].pattern);
+    upat_set_native_location(NULL);
+    Py_XDECREF(loc);
     if (!p) goto end;
     PyObject *list = UPat_Check(p) ? PyList_New(0) : PySequence_List(p);
     if (!list || (UPat_Check(p) && PyList_Append(list, p) < 0)) { Py_XDECREF(list); Py_DECREF(p); goto end; }
@@ -301,12 +306,14 @@ PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool t
 
 static PyObject *py_native_rules(PyObject *mod, PyObject *unused) { UNUSED(mod); UNUSED(unused); return Py_NewRef(registry); }
 
-static PyObject *py_exec_alu(PyObject *mod, PyObject *args) {
+static PyObject *py_exec_alu(PyObject *mod, PyObject *args, PyObject *kw) {
   UNUSED(mod);
+  static char *kwlist[] = {"op", "dtype", "operands", "truncate_output", NULL};
   PyObject *op_obj, *operands;
   DType *dt;
   int truncate_output = 1;
-  if (!PyArg_ParseTuple(args, "OO!O|p:exec_alu", &op_obj, &DType_Type, &dt, &operands, &truncate_output)) return NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO!O|p:exec_alu", kwlist, &op_obj, &DType_Type, &dt, &operands, &truncate_output))
+    return NULL;
   int op = op_from_object(op_obj);
   PyObject *seq = op < 0 ? NULL : PySequence_Fast(operands, "exec_alu operands must be a sequence");
   if (!seq) return NULL;
@@ -336,7 +343,7 @@ static PyObject *py_rule_table(PyObject *mod, PyObject *args) {
 
 static PyMethodDef native_functions[] = {
   {"native_rules", py_native_rules, METH_NOARGS, "the native rule sets by name"},
-  {"exec_alu", py_exec_alu, METH_VARARGS, "exec_alu(op, dtype, operands, truncate_output=True)"},
+  {"exec_alu", (PyCFunction)(void (*)(void))py_exec_alu, METH_VARARGS | METH_KEYWORDS, "exec_alu(op, dtype, operands, truncate_output=True)"},
   {"_rule_table", py_rule_table, METH_VARARGS, "for tests: a matcher of one native rule that reads x and y, on a given pattern"},
   {NULL, NULL, 0, NULL},
 };

@@ -64,9 +64,10 @@ UOp *rule_unbound(const char *rule, const char *capture);
 #define RULE_EACH_7(F, a, ...) F(a) RULE_EACH_6(F, __VA_ARGS__)
 #define RULE_EACH_8(F, a, ...) F(a) RULE_EACH_7(F, __VA_ARGS__)
 
-/* One table entry: the pattern and the RULE that rewrites it, with its reads and its name. */
-typedef struct { const char *pattern; NativeFn fn; const int *reads; const char *name; } RuleDef;
-#define R(pattern, fn) {pattern, fn, fn##_reads, #fn}
+/* One table entry: the pattern and the RULE that rewrites it, with its reads, its name, and where the entry is written
+ * (the UPats of the pattern carry that C file and line as their location, as tinygrad's carry their Python line). */
+typedef struct { const char *pattern; NativeFn fn; const int *reads; const char *name; const char *file; int line; } RuleDef;
+#define R(pattern, fn) {pattern, fn, fn##_reads, #fn, __FILE__, __LINE__}
 #define N(defs) ((int)(sizeof(defs) / sizeof((defs)[0])))
 
 /* A matcher from rule definitions; a pattern may evaluate to one UPat or a list of them (one rule each).

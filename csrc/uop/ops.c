@@ -3,6 +3,7 @@
  * range analysis and the symbolic helpers in ops_range.c, operators in mixin/math.c. */
 #include "uop.h"
 #include "form.h"
+#include "../helpers/dataclass.h"
 #include "../helpers.h"
 #include "ops_movement.h"
 #include "../mixin/math.h"
@@ -786,10 +787,25 @@ static PyObject *UOp_reduce(UOp *self, PyObject *unused) {
                        uop_tag(self));
 }
 
+/* tinygrad's replace pops the fields it knows and asserts nothing is left: an unknown name is an AssertionError */
+static int check_replace_names(PyObject *kw, char *const *kwlist) {
+  PyObject *unused = PyList_New(0), *name, *value;
+  for (Py_ssize_t pos = 0; unused && kw && PyDict_Next(kw, &pos, &name, &value);) {
+    bool known = false;
+    for (int i = 0; !known && kwlist[i]; i++) known = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, kwlist[i]) == 0;
+    if (!known && PyList_Append(unused, name) < 0) Py_CLEAR(unused);
+  }
+  if (unused && PyList_GET_SIZE(unused)) PyErr_Format(PyExc_AssertionError, "unused kwargs in replace %R", unused);
+  int rc = unused && !PyList_GET_SIZE(unused) ? 0 : -1;
+  Py_XDECREF(unused);
+  return rc;
+}
+
 /* replace(op=, dtype=, src=, arg=, tag=): self when nothing changes */
 static PyObject *UOp_replace(UOp *self, PyObject *args, PyObject *kw) {
   if (PyTuple_GET_SIZE(args)) return PyErr_Format(PyExc_TypeError, "replace takes keyword arguments only");
   static char *kwlist[] = {"op", "dtype", "src", "arg", "tag", NULL};
+  if (check_replace_names(kw, kwlist) < 0) return NULL;
   PyObject *op = ops_members[self->op], *dtype = (PyObject *)self->dtype, *src = NULL, *arg = self->arg, *tag = uop_tag(self);
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOOO:replace", kwlist, &op, &dtype, &src, &arg, &tag)) return NULL;
   PyObject *own_src = NULL;
@@ -943,6 +959,13 @@ static PyMethodDef module_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
+/* tinygrad's @dataclass(eq=False, slots=True): dataclasses.fields, replace and asdict see op, dtype, src, arg, tag */
+static PyObject *default_dtype(void) { return Py_NewRef((PyObject *)DTYPE(VOID)); }
+static const DataclassField uop_fields[] = {
+  DATACLASS_NAMED("op", NULL), DATACLASS_NAMED("dtype", default_dtype), DATACLASS_NAMED("src", dataclass_empty_tuple),
+  DATACLASS_NAMED("arg", dataclass_none), DATACLASS_NAMED("tag", dataclass_none), {NULL}};
+static const Dataclass uop_dataclass = {uop_fields, .identity_eq = true};
+
 int tinyc_init_uop(PyObject *m) {
   PyObject *hashlib = PyImport_ImportModule("hashlib");
   if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
@@ -957,6 +980,7 @@ int tinyc_init_uop(PyObject *m) {
   if (!(UOp_Type.tp_methods = merge_methods(methods, 8)) || !(UOp_Type.tp_getset = merge_getset(getsets, 4))) return -1;
   UOp_Type.tp_hash = PyBaseObject_Type.tp_hash;   /* identity hash: equal nodes are the same object */
   if (PyType_Ready(&UOp_Type) < 0 || tinyc_add(m, "UOp", (PyObject *)&UOp_Type) < 0) return -1;
+  if (dataclass_describe(&UOp_Type, &uop_dataclass) < 0) return -1;
   if (PyModule_AddFunctions(m, module_functions) < 0) return -1;
   return tinyc_init_uop_sugar(m) < 0 ? -1 : tinyc_init_uop_range(m);
 }

@@ -427,17 +427,96 @@ static PyObject *identity_element(int op, DType *dt) {
   return ret;
 }
 
+/* u.pop_const(op): (x, c) when u is op(x, CONST c), else (u, op's identity); a new tuple */
+static PyObject *pop_const(UOp *u, int op) {
+  if (u->op == op && u->nsrc == 2 && u->src[1]->op == OP_CONST) return PyTuple_Pack(2, (PyObject *)u->src[0], u->src[1]->arg);
+  PyObject *id = identity_element(op, u->dtype);
+  return id ? Py_BuildValue("(ON)", (PyObject *)u, id) : NULL;
+}
+
 static PyObject *UOp_pop_const(UOp *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"op", NULL};
   PyObject *op_obj = ops_members[OP_ADD];
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:pop_const", kwlist, &op_obj)) return NULL;
   int op = op_from_object(op_obj);
-  if (op < 0) return NULL;
-  if (self->op == op && self->nsrc == 2 && self->src[1]->op == OP_CONST)
-    return PyTuple_Pack(2, (PyObject *)self->src[0], self->src[1]->arg);
-  PyObject *id = identity_element(op, self->dtype);
-  return id ? Py_BuildValue("(ON)", (PyObject *)self, id) : NULL;
+  return op < 0 ? NULL : pop_const(self, op);
 }
+
+/* ---- divide_exact ---- */
+
+/* The factors of fac's MUL chain less those of div's, each kept as often as it is left over, in the order a
+ * collections.Counter of fac's factors lists them (first seen first, repeats together); 1 when div has a factor fac lacks
+ * (a negative count), 0 when every factor is covered, -1 on error. `out` gets borrowed pointers. */
+static int factors_left(UOp *fac, UOp *div, PtrVec *out) {
+  PtrVec have = {0}, take = {0};
+  int rc = uop_split_uop(fac, OP_MUL, &have) < 0 || uop_split_uop(div, OP_MUL, &take) < 0 ? -1 : 0;
+  long *count = rc == 0 ? PyMem_Calloc((size_t)have.len + 1, sizeof(long)) : NULL;
+  if (rc == 0 && !count) rc = -1, PyErr_NoMemory();
+  /* count[i]: how often have.items[i] occurs, kept at its first occurrence (later ones count 0) */
+  for (Py_ssize_t i = 0; count && i < have.len; i++) {
+    Py_ssize_t first = 0;
+    while (have.items[first] != have.items[i]) first++;
+    count[first]++;
+  }
+  for (Py_ssize_t k = 0; count && rc == 0 && k < take.len; k++) {
+    Py_ssize_t first = 0;
+    while (first < have.len && have.items[first] != take.items[k]) first++;
+    if (first == have.len || --count[first] < 0) rc = 1;
+  }
+  for (Py_ssize_t i = 0; count && rc == 0 && i < have.len; i++)
+    for (long c = 0; rc == 0 && c < count[i]; c++) rc = ptrvec_push(out, have.items[i]) < 0 ? (PyErr_NoMemory(), -1) : 0;
+  PyMem_Free(count); ptrvec_free(&have); ptrvec_free(&take);
+  return rc;
+}
+
+/* math.prod(factors + [last]): 1 * f0 * f1 * ... * last through the number protocol, as Python multiplies them */
+static PyObject *prod_with(const PtrVec *factors, PyObject *last) {
+  PyObject *acc = PyLong_FromLong(1);
+  for (Py_ssize_t i = 0; acc && i <= factors->len; i++) Py_SETREF(acc, PyNumber_Multiply(acc, i < factors->len ? factors->items[i] : last));
+  return acc;
+}
+
+/* MUL: (fac * const) / (div_fac * div_const) when div_fac's factors are among fac's and div_const divides const */
+static PyObject *divide_exact_mul(UOp *u, UOp *v) {
+  PyObject *a = pop_const(u, OP_MUL), *b = a ? pop_const(v, OP_MUL) : NULL, *rem = NULL, *zero = PyLong_FromLong(0), *ret = NULL;
+  PtrVec left = {0};
+  int divisible = b && zero && (rem = PyNumber_Remainder(PyTuple_GET_ITEM(a, 1), PyTuple_GET_ITEM(b, 1))) ?
+                  PyObject_RichCompareBool(rem, zero, Py_EQ) : -1;
+  int missing = divisible > 0 ? factors_left((UOp *)PyTuple_GET_ITEM(a, 0), (UOp *)PyTuple_GET_ITEM(b, 0), &left) : 0;
+  if (divisible == 0 || missing == 1) ret = Py_NewRef(Py_None);
+  else if (divisible > 0 && missing == 0) {
+    PyObject *q = PyNumber_FloorDivide(PyTuple_GET_ITEM(a, 1), PyTuple_GET_ITEM(b, 1));
+    PyObject *c = q ? (PyObject *)uop_const_like(u, q) : NULL;
+    if (c) ret = prod_with(&left, c);
+    Py_XDECREF(q); Py_XDECREF(c);
+  }
+  ptrvec_free(&left);
+  Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(rem); Py_XDECREF(zero);
+  return ret;
+}
+
+/* tinygrad's u.divide_exact(v): u / v when it is sure v divides u exactly (a constant, each term of a sum, the
+ * factors of a product), else None */
+static PyObject *divide_exact(UOp *u, PyObject *v) {
+  if ((PyObject *)u == v) {
+    PyObject *one = PyLong_FromLong(1), *ret = one ? (PyObject *)uop_const_like(u, one) : NULL;
+    Py_XDECREF(one);
+    return ret;
+  }
+  if (!UOp_Check(v)) return PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute 'op'", Py_TYPE(v)->tp_name);
+  if (uop_check_form((UOp *)v, "divide_exact") < 0) return NULL;
+  if (((UOp *)v)->op == OP_CONST) return uop_divides(u, ((UOp *)v)->arg);
+  if (u->op == OP_MUL) return divide_exact_mul(u, (UOp *)v);
+  if (u->op != OP_ADD) Py_RETURN_NONE;
+  if (Py_EnterRecursiveCall(" in divide_exact")) return NULL;
+  PyObject *s0 = divide_exact(u->src[0], v), *s1 = s0 && s0 != Py_None ? divide_exact(u->src[1], v) : NULL, *ret = NULL;
+  Py_LeaveRecursiveCall();
+  if (s0 == Py_None || s1 == Py_None) ret = Py_NewRef(Py_None);
+  else if (s1) ret = PyNumber_Add(s0, s1);
+  Py_XDECREF(s0); Py_XDECREF(s1);
+  return ret;
+}
+static PyObject *UOp_divide_exact(UOp *self, PyObject *v) { return uop_check_form(self, "divide_exact") < 0 ? NULL : divide_exact(self, v); }
 
 int uop_split_uop(UOp *u, Op sep, PtrVec *out) {
   PtrVec stack = {0};
@@ -904,6 +983,7 @@ PyMethodDef uop_range_methods[] = {
   {"const_factor", (PyCFunction)UOp_const_factor, METH_NOARGS, "largest known int that divides self"},
   {"divides", (PyCFunction)UOp_divides, METH_O, NULL},
   {"pop_const", (PyCFunction)(void (*)(void))UOp_pop_const, METH_VARARGS | METH_KEYWORDS, NULL},
+  {"divide_exact", (PyCFunction)UOp_divide_exact, METH_O, "u.divide_exact(v): u / v when v surely divides u, else None"},
   {"gcd", (PyCFunction)UOp_gcd, METH_VARARGS | METH_STATIC, NULL},
   {"split_uop", (PyCFunction)UOp_split_uop, METH_O, NULL},
   {"sum", (PyCFunction)UOp_sum, METH_VARARGS, NULL},

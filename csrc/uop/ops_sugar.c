@@ -160,6 +160,56 @@ static PyObject *UOp_variable(PyObject *cls, PyObject *args, PyObject *kw) {
   return ret;
 }
 
+/* UOp.unique(arg=None): a UNIQUE numbered arg, or by the next number of this process's count (tinygrad's unique_num) */
+static unsigned long long unique_num;
+static UOp *uop_unique(PyObject *arg) {
+  PyObject *num = arg != Py_None ? Py_NewRef(arg) : PyLong_FromUnsignedLongLong(unique_num++);
+  UOp *ret = num ? uop_new0(OP_UNIQUE, DTYPE(VOID), num) : NULL;
+  Py_XDECREF(num);
+  return ret;
+}
+static PyObject *UOp_unique(PyObject *cls, PyObject *args, PyObject *kw) {
+  UNUSED(cls);
+  static char *kwlist[] = {"arg", NULL};
+  PyObject *arg = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:unique", kwlist, &arg)) return NULL;
+  return (PyObject *)uop_unique(arg);
+}
+
+/* UOp.new_buffer(device, size, dtype, num=None): BUFFER(UNIQUE(num), DEVICE(device)) of size elements */
+static PyObject *UOp_new_buffer(PyObject *cls, PyObject *args, PyObject *kw) {
+  UNUSED(cls);
+  static char *kwlist[] = {"device", "size", "dtype", "num", NULL};
+  PyObject *device, *size, *dtype, *num = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O:new_buffer", kwlist, &device, &size, &dtype, &num)) return NULL;
+  DType *dt = as_dtype(dtype, "new_buffer dtype");
+  UOp *unique = dt ? uop_unique(num) : NULL, *dev = unique ? uop_new0(OP_DEVICE, DTYPE(VOID), device) : NULL;
+  PyObject *ret = dev ? (PyObject *)uop_new2(OP_BUFFER, dt, unique, dev, size) : NULL;
+  Py_XDECREF(unique); Py_XDECREF(dev);
+  return ret;
+}
+
+/* UOp.placeholder(shape, dtype, slot, addrspace=AddrSpace.GLOBAL): the DEFINE_GLOBAL/LOCAL/REG of slot, a pointer to
+ * prod(shape) elements, reshaped to shape when it has more than one dimension */
+static PyObject *UOp_placeholder(PyObject *cls, PyObject *args, PyObject *kw) {
+  UNUSED(cls);
+  static char *kwlist[] = {"shape", "dtype", "slot", "addrspace", NULL};
+  static const Op define_of[] = {[ADDRSPACE_GLOBAL] = OP_DEFINE_GLOBAL, [ADDRSPACE_LOCAL] = OP_DEFINE_LOCAL, [ADDRSPACE_REG] = OP_DEFINE_REG};
+  PyObject *shape, *dtype, *slot, *addrspace = addrspace_members[ADDRSPACE_GLOBAL];
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O:placeholder", kwlist, &shape, &dtype, &slot, &addrspace)) return NULL;
+  int space = ADDRSPACE_GLOBAL;
+  while (space <= ADDRSPACE_REG && addrspace_members[space] != addrspace) space++;
+  if (space > ADDRSPACE_REG) { PyErr_SetObject(PyExc_KeyError, addrspace); return NULL; }
+  PyObject *seq = PySequence_Fast(shape, "placeholder shape must be a sequence"), *size = seq ? PyLong_FromLong(1) : NULL;
+  for (Py_ssize_t i = 0; size && i < PySequence_Fast_GET_SIZE(seq); i++) Py_SETREF(size, PyNumber_Multiply(size, PySequence_Fast_GET_ITEM(seq, i)));
+  PyObject *ptr = size ? PyObject_CallMethod(dtype, "ptr", "OO", size, addrspace) : NULL, *ret = NULL;
+  if (ptr && !DType_Check(ptr)) PyErr_Format(PyExc_TypeError, "placeholder: %R.ptr() is no DType", dtype);
+  else if (ptr) ret = (PyObject *)uop_new0(define_of[space], (DType *)ptr, slot);
+  if (ret && PySequence_Fast_GET_SIZE(seq) > 1) Py_SETREF(ret, PyObject_CallMethod(ret, "reshape", "(O)", shape));
+  Py_XDECREF(seq); Py_XDECREF(size); Py_XDECREF(ptr);
+  return ret;
+}
+
 /* UOp.range(end, axis_id, axis_type=AxisType.LOOP, *arg, dtype=dtypes.index, src=(), **kwargs) */
 static PyObject *UOp_range(PyObject *cls, PyObject *args, PyObject *kw) {
   UNUSED(cls);
@@ -404,6 +454,9 @@ PyMethodDef uop_sugar_methods[] = {
   {"const", VARKW(UOp_const) | METH_STATIC, "UOp.const(dtype, b, device=None)"},
   {"const_like", (PyCFunction)UOp_const_like, METH_O, NULL},
   {"variable", VARKW(UOp_variable) | METH_STATIC, "UOp.variable(name, min_val, max_val, dtype=dtypes.index)"},
+  {"unique", VARKW(UOp_unique) | METH_STATIC, "UOp.unique(arg=None)"},
+  {"new_buffer", VARKW(UOp_new_buffer) | METH_STATIC, "UOp.new_buffer(device, size, dtype, num=None)"},
+  {"placeholder", VARKW(UOp_placeholder) | METH_STATIC, "UOp.placeholder(shape, dtype, slot, addrspace=AddrSpace.GLOBAL)"},
   {"range", VARKW(UOp_range) | METH_STATIC, "UOp.range(end, axis_id, axis_type=AxisType.LOOP, *arg, dtype=, src=)"},
   {"special", VARKW(UOp_special) | METH_STATIC, NULL},
   {"invalid", VARKW(UOp_invalid) | METH_STATIC, NULL},

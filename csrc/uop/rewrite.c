@@ -263,16 +263,54 @@ end:
   return ret;
 }
 
-UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
-  Rewriter rw = {bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, PyList_New(0)};
-  if (!rw.keep) return NULL;
-  if (nodemap_init(&rw.nodes, 128) < 0) { Py_DECREF(rw.keep); return NULL; }
+/* a rewrite's state, as tinygrad's RewriteContext(pm if not bottom_up, pm if bottom_up else bpm, ctx); 0 or -1 */
+static int rewriter_begin(Rewriter *rw, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
+  *rw = (Rewriter){bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, PyList_New(0)};
+  if (!rw->keep) return -1;
+  if (nodemap_init(&rw->nodes, 128) < 0) { Py_DECREF(rw->keep); return -1; }
   rewrite_depth++;
-  UOp *ret = unified_rewrite(&rw, sink);
+  return 0;
+}
+
+static void rewriter_end(Rewriter *rw) {
   rewrite_depth--;
-  nodemap_free(&rw.nodes);
-  Py_DECREF(rw.keep);
+  nodemap_free(&rw->nodes);
+  Py_DECREF(rw->keep);
+}
+
+UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
+  Rewriter rw;
+  if (rewriter_begin(&rw, pm, ctx, bottom_up, bpm) < 0) return NULL;
+  UOp *ret = unified_rewrite(&rw, sink);
+  rewriter_end(&rw);
   return ret;
+}
+
+/* tinygrad's graph_rewrite_map: each node of sink's graph (sources first; users first when bottom_up) mapped to what one
+ * shared rewrite makes of it, so the nodes rewritten for one are reused for the next */
+static PyObject *rewrite_map(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
+  PyObject *order = uop_toposort_list(sink, NULL), *map = order ? PyDict_New() : NULL;
+  Rewriter rw;
+  if (!map || rewriter_begin(&rw, pm, ctx, bottom_up, bpm) < 0) { Py_XDECREF(order); Py_XDECREF(map); return NULL; }
+  Py_ssize_t n = PyList_GET_SIZE(order);
+  for (Py_ssize_t i = 0; map && i < n; i++) {
+    PyObject *k = PyList_GET_ITEM(order, bottom_up ? n - 1 - i : i), *v = (PyObject *)unified_rewrite(&rw, (UOp *)k);
+    if (!v || PyDict_SetItem(map, k, v) < 0) Py_CLEAR(map);
+    Py_XDECREF(v);
+  }
+  rewriter_end(&rw);
+  Py_DECREF(order);
+  return map;
+}
+
+/* input_map's keys added to map, each to what map says of its value (its value itself when map has none) */
+static int add_input_map(PyObject *map, PyObject *input_map) {
+  PyObject *k, *v;
+  for (Py_ssize_t pos = 0; PyDict_Next(input_map, &pos, &k, &v);) {
+    PyObject *to = PyDict_GetItemWithError(map, v);
+    if ((!to && PyErr_Occurred()) || PyDict_SetItem(map, k, to ? to : v) < 0) return -1;
+  }
+  return 0;
 }
 
 static PyObject *py_graph_rewrite(PyObject *mod, PyObject *args, PyObject *kw) {
@@ -287,7 +325,25 @@ static PyObject *py_graph_rewrite(PyObject *mod, PyObject *args, PyObject *kw) {
   return (PyObject *)graph_rewrite((UOp *)sink, (PatternMatcher *)pm, ctx, bottom_up, bpm == Py_None ? NULL : (PatternMatcher *)bpm);
 }
 
+static PyObject *py_graph_rewrite_map(PyObject *mod, PyObject *args, PyObject *kw) {
+  UNUSED(mod);
+  static char *kwlist[] = {"sink", "pm", "ctx", "bottom_up", "name", "bpm", "input_map", NULL};
+  PyObject *sink, *pm, *ctx = Py_None, *name = Py_None, *bpm = Py_None, *input_map = Py_None;
+  int bottom_up = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OpOOO:graph_rewrite_map", kwlist, &sink, &pm, &ctx, &bottom_up, &name, &bpm, &input_map))
+    return NULL;
+  if (!UOp_Check(sink)) return PyErr_Format(PyExc_AttributeError, "graph_rewrite_map needs a UOp, not %.100s", Py_TYPE(sink)->tp_name);
+  if (!PatternMatcher_Check(pm)) return PyErr_Format(PyExc_TypeError, "graph_rewrite_map needs a PatternMatcher, not %.100s", Py_TYPE(pm)->tp_name);
+  if (bpm != Py_None && !PatternMatcher_Check(bpm)) return PyErr_Format(PyExc_TypeError, "bpm must be a PatternMatcher");
+  if (input_map != Py_None && !PyDict_Check(input_map)) return PyErr_Format(PyExc_AttributeError, "input_map must be a dict");
+  PyObject *map = rewrite_map((UOp *)sink, (PatternMatcher *)pm, ctx, bottom_up, bpm == Py_None ? NULL : (PatternMatcher *)bpm);
+  if (map && input_map != Py_None && add_input_map(map, input_map) < 0) Py_CLEAR(map);
+  return map;
+}
+
 static PyMethodDef rewrite_functions[] = {
+  {"graph_rewrite_map", (PyCFunction)(void (*)(void))py_graph_rewrite_map, METH_VARARGS | METH_KEYWORDS,
+   "graph_rewrite_map(sink, pm, ctx=None, bottom_up=False, name=None, bpm=None, input_map=None): {node: its rewrite}"},
   {"graph_rewrite", (PyCFunction)(void (*)(void))py_graph_rewrite, METH_VARARGS | METH_KEYWORDS,
    "graph_rewrite(sink, pm, ctx=None, bottom_up=False, name=None, bpm=None)"},
   {NULL, NULL, 0, NULL},

@@ -594,7 +594,19 @@ static const RuleDef sym_defs[] = {
   R("(UPat.var('x', dtypes.index) + UPat.var('y')) * UPat.cvar('c')", distribute_const),
 };
 
+/* symbolic.simplify_valid(valid) for Python: the rule's body, with its pool emptied after; the new valid, or None */
+static PyObject *py_simplify_valid(PyObject *mod, PyObject *valid) {
+  UNUSED(mod);
+  if (!UOp_Check(valid)) return PyErr_Format(PyExc_AttributeError, "simplify_valid needs a UOp, not %.100s", Py_TYPE(valid)->tp_name);
+  Py_ssize_t mark = pool_mark();
+  UOp *ret = simplify_valid_body(NULL, (UOp *)valid);
+  PyObject *out = ret ? Py_NewRef((PyObject *)ret) : PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+  pool_release(mark);
+  return out;
+}
+
 static PyMethodDef sym_functions[] = {
+  {"simplify_valid", py_simplify_valid, METH_O, "simplify_valid(valid): each clause simplified given the ones before it, or None"},
   {NULL, NULL, 0, NULL},
 };
 

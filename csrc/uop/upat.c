@@ -39,7 +39,12 @@ int capture_slot(const char *name) {
  * UPat construction
  * ------------------------------------------------------------------------------------------ */
 
+/* while a native rule's pattern is evaluated: the (C file, line) of its table entry, the location of the UPats it makes */
+static PyObject *native_location;
+void upat_set_native_location(PyObject *location) { native_location = location; }
+
 static PyObject *caller_location(void) {
+  if (native_location) return Py_NewRef(native_location);
   PyFrameObject *frame = PyEval_GetFrame();
   if (!frame) return Py_BuildValue("(si)", "<C>", 0);
   PyCodeObject *code = PyFrame_GetCode(frame);

@@ -82,6 +82,8 @@ int capture_slot(const char *name);                       /* slot of a name, reg
 /* 0 when p binds the capture slots of reads on every match (reads: those slots, -1, then the slots that may be
  * unbound but must be named in p, -1); else -1 with a RuntimeError naming the rule, the capture and the pattern */
 int upat_check_reads(UPat *p, const int *reads, const char *rule, const char *pattern);
+/* UPats made until it is cleared (NULL) get this location (borrowed): pm_from_defs gives a native rule's C file and line */
+void upat_set_native_location(PyObject *location);
 UPat *upat_build(OpSet ops, bool has_ops, DType *const *dtypes, int ndtypes, SrcKind kind, UPat *const *src, int nsrc,
                  PyObject *arg, const char *name, bool allow_any_len);   /* steals nothing; NULL on error */
 PatternMatcher *pm_new_native(const UPat *const *pats, const NativeFn *fns, int n);  /* steals the pattern refs */

@@ -119,7 +119,8 @@ static void Opt_dealloc(OptObject *self) {
 
 /* tinygrad's @dataclass(frozen=True, order=True), with its own __repr__ (which formats with str(), not repr()) */
 static const DataclassField opt_fields[] = {
-  DATACLASS_FIELD(OptObject, op, NULL), DATACLASS_FIELD(OptObject, axis, NULL), DATACLASS_FIELD(OptObject, arg, NULL), {NULL}};
+  DATACLASS_FIELD(OptObject, op, NULL), DATACLASS_FIELD_DEFAULT(OptObject, axis, NULL, dataclass_none),
+  DATACLASS_FIELD_DEFAULT(OptObject, arg, NULL, dataclass_none), {NULL}};
 static const Dataclass opt_dataclass = {opt_fields, .frozen = true, .order = true, .str_repr = true,
                                         .hash_cache = offsetof(OptObject, hash)};
 

@@ -1,0 +1,1 @@
+"""tinyc.engine mirrors tinygrad.engine: realize (Runner, CompiledRunner, get_runner, ExecItem)."""

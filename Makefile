@@ -32,6 +32,8 @@ LLVM_ASAN_TESTS := $(addprefix tests/test_llvm.py::,test_two_threads_compile_the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
   tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS)
+CONTEXT_ASAN_TESTS := $(addprefix tests/test_context.py::,test_refused_values_change_nothing test_c_side_follows_every_native_key test_restore_as_tinygrad)
+ASAN_TESTS += $(CONTEXT_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -36,6 +36,8 @@ PARITY_ASAN_TESTS := $(addprefix tests/test_parity.py::,test_graph_rewrite_map_b
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
   tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS) \
   $(PARITY_ASAN_TESTS)
+CONTEXT_ASAN_TESTS := $(addprefix tests/test_context.py::,test_refused_values_change_nothing test_c_side_follows_every_native_key test_restore_as_tinygrad)
+ASAN_TESTS += $(CONTEXT_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -453,6 +453,8 @@ PyTypeObject Buffer_Type = {
  * Compiler
  * ================================================================================================ */
 
+static EnvVar ccache = {"CCACHE", 1, 1, false};   /* tinygrad's CCACHE ContextVar; the environment's at each Compiler() until set */
+
 static int Compiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"cachekey", NULL};
   PyObject *key = Py_None;
@@ -462,7 +464,7 @@ static int Compiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   /* tinygrad: the cache key only counts when CCACHE (default on) */
-  Py_XSETREF(self->cachekey, Py_NewRef(env_long("CCACHE", 1) != 0 ? key : Py_None));
+  Py_XSETREF(self->cachekey, Py_NewRef(envvar_value(&ccache) != 0 ? key : Py_None));
   return 0;
 }
 
@@ -696,7 +698,7 @@ static int Compiled_clear(CompiledObject *self) {
 /* a ctrl var's value as tinygrad's int ContextVars read it; unset reads as 0 (the default of every pair's switch) */
 static int ctrl_value(const char *var, long *v) {
   *v = 0;
-  return env_int(var, v);
+  return ctxvar_read(var, v);   /* a Context's value where one set it */
 }
 
 /* tinygrad's forced pairs, as a bit set (a set has at most 32 pairs): the pair the set's ctrl var names (CPU_CC=LLVM), else every pair whose own
@@ -1098,8 +1100,8 @@ static int init_dtype_switches(void) {
 #ifdef __APPLE__
   env_OSX = true;
 #endif
-  return env_flag("CPU_LVP", &env_CPU_LVP) < 0 || env_flag("CPU_LLVM", &env_CPU_LLVM) < 0 || env_flag("CUDA_PTX", &env_CUDA_PTX) < 0 ||
-         env_flag("NV_PTX", &env_NV_PTX) < 0 || env_flag("NV_NAK", &env_NV_NAK) < 0 || env_flag("NULL_IR3", &env_NULL_IR3) < 0 ? -1 : 0;
+  return ctxvar_flag("CPU_LVP", &env_CPU_LVP) < 0 || ctxvar_flag("CPU_LLVM", &env_CPU_LLVM) < 0 || ctxvar_flag("CUDA_PTX", &env_CUDA_PTX) < 0 ||
+         ctxvar_flag("NV_PTX", &env_NV_PTX) < 0 || ctxvar_flag("NV_NAK", &env_NV_NAK) < 0 || ctxvar_flag("NULL_IR3", &env_NULL_IR3) < 0 ? -1 : 0;
 }
 
 static PyObject *py_is_dtype_supported(PyObject *self, PyObject *args, PyObject *kw) {
@@ -1164,7 +1166,8 @@ int tinyc_init_device(PyObject *m) {
   if (PyType_Ready(&Allocator_Type) < 0 || PyType_Ready(&Buffer_Type) < 0 || PyType_Ready(&Compiler_Type) < 0 ||
       PyType_Ready(&Program_Type) < 0 || PyType_Ready(&Compiled_Type) < 0 || PyType_Ready(&DeviceRegistry_Type) < 0) return -1;
   if (!(opened_devices = PyDict_New()) || !(str_upper = PyUnicode_InternFromString("upper")) ||
-      !(str_compiler = PyUnicode_InternFromString("compiler")) || init_dtype_switches() < 0) return -1;
+      !(str_compiler = PyUnicode_InternFromString("compiler")) || init_dtype_switches() < 0 ||
+      ctxvar_env(&ccache) < 0) return -1;
   uop_is_dtype_supported = is_dtype_supported;   /* the uop layer asks through this; it can't call up into the device layer */
   if (compile_stats_add("compiles", &stat_compiles) < 0 || compile_stats_add("cache_hits", &stat_cache_hits) < 0 ||
       compile_stats_add("cache_misses", &stat_cache_misses) < 0 || compile_stats_add("programs_loaded", &stat_programs_loaded) < 0) return -1;

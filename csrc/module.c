@@ -40,7 +40,7 @@ static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",
 static PyObject *init_module(void) {
   PyObject *m = PyModule_Create(&tinyc_module);
   if (!m) return NULL;
-  if (tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 || tinyc_init_native(m) < 0 ||
+  if (tinyc_init_getenv(m) < 0 || tinyc_init_dtype(m) < 0 || tinyc_init_ops_enum(m) < 0 || tinyc_init_uop(m) < 0 || tinyc_init_upat(m) < 0 || tinyc_init_native(m) < 0 ||
       tinyc_init_kernel_info(m) < 0 || tinyc_init_opt(m) < 0 || tinyc_init_tc(m) < 0 || tinyc_init_rule_sets(m) < 0 || tinyc_init_runtime(m) < 0) {
     Py_DECREF(m);
     return NULL;

@@ -25,5 +25,18 @@ int env_int(const char *name, long *value);
 int env_flag(const char *name, bool *flag);
 long env_long(const char *name, long dflt);
 
+/* tinygrad's ContextVars, settable at run time (helpers/getenv.c; tinyc.helpers.Context sets them).
+ * ctxvar_int / ctxvar_flag: env_int / env_flag at module init, and register the C integer under key: a Context sets it
+ * in place, so the code reading it sees the change at its next read. Several files may register the same key.
+ * EnvVar + ctxvar_env: a switch read from the environment at each use (env_long) until Python sets it; envvar_value reads it.
+ * ctxvar_read: the value of key now as tinyc sees it (registered: its value; else env_int), for keys named at run time. */
+typedef struct { const char *key; long dflt; long value; bool set; } EnvVar;
+static inline long envvar_value(const EnvVar *v) { return v->set ? v->value : env_long(v->key, v->dflt); }
+int ctxvar_int(const char *key, long *slot);
+int ctxvar_flag(const char *key, bool *flag);
+int ctxvar_env(EnvVar *v);
+int ctxvar_read(const char *key, long *value);
+int tinyc_init_getenv(PyObject *m);
+
 
 #endif

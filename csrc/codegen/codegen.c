@@ -354,8 +354,8 @@ int tinyc_init_codegen(PyObject *m) {
   itertools_count = itertools ? PyObject_GetAttrString(itertools, "count") : NULL;
   Py_XDECREF(itertools);
   final_cache = PyDict_New();
-  if (!itertools_count || !final_cache || env_int("DEVECTORIZE", &devectorize_level) < 0 ||
-      env_int("TRANSCENDENTAL", &transcendental_level) < 0)
+  if (!itertools_count || !final_cache || ctxvar_int("DEVECTORIZE", &devectorize_level) < 0 ||
+      ctxvar_int("TRANSCENDENTAL", &transcendental_level) < 0)
     return -1;
   if (PyModule_AddFunctions(m, codegen_functions) < 0) return -1;
   /* pm_to_source: pm_to_program without its last rule, the compile */

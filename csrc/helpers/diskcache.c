@@ -26,7 +26,9 @@ static sqlite3 *cache_db;         /* open connection, or NULL */
 static char *cache_db_path;       /* the path cache_db was opened on (malloc) */
 static pid_t cache_db_pid;        /* the process that opened it: a forked child must not reuse it */
 
-long diskcache_level(void) { return env_long("CACHELEVEL", 2); }
+/* tinygrad's CACHELEVEL ContextVar; the environment's value at each use until a Context sets it */
+static EnvVar cachelevel = {"CACHELEVEL", 2, 2, false};
+long diskcache_level(void) { return envvar_value(&cachelevel); }
 
 /* The cache file's path as the environment says now: malloc'd, NULL when there is no home to put it in. */
 static char *cache_path(void) {
@@ -284,4 +286,4 @@ static PyMethodDef diskcache_functions[] = {
   {NULL, NULL, 0, NULL},
 };
 
-int tinyc_init_diskcache(PyObject *m) { return PyModule_AddFunctions(m, diskcache_functions); }
+int tinyc_init_diskcache(PyObject *m) { return ctxvar_env(&cachelevel) < 0 ? -1 : PyModule_AddFunctions(m, diskcache_functions); }

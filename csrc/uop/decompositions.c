@@ -553,7 +553,7 @@ int (*uop_is_dtype_supported)(DType *dt, PyObject *device) = no_dtype_support;
 
 /* ================================ get_late_rewrite_patterns ================================ */
 
-static bool env_DISABLE_FAST_IDIV;   /* read once at import, as tinygrad's ContextVar */
+static bool env_DISABLE_FAST_IDIV;   /* tinygrad's ContextVar; read when a rule set is built (cached, as tinygrad's is) */
 
 static PyObject *powers_of_two;   /* {2**i: i for i in range(64)} */
 
@@ -934,7 +934,7 @@ static PyMethodDef decompositions_functions[] = {
 };
 
 int tinyc_init_decompositions(PyObject *m) {
-  if (env_flag("DISABLE_FAST_IDIV", &env_DISABLE_FAST_IDIV) < 0) return -1;
+  if (ctxvar_flag("DISABLE_FAST_IDIV", &env_DISABLE_FAST_IDIV) < 0) return -1;
   if (!(magicgu_cache = PyDict_New()) || !(late_cache = PyDict_New()) || !(powers_of_two = PyDict_New())) return -1;
   for (int i = 0; i < 64; i++) {
     PyObject *k = PyLong_FromUnsignedLongLong(1ULL << i), *v = PyLong_FromLong(i);

@@ -8,7 +8,7 @@
  * tinygrad memoizes fold_divmod_general; the result only depends on the node, so we recompute. */
 #include "native.h"
 
-static bool correct_divmod_folding;   /* CORRECT_DIVMOD_FOLDING, read from the environment at init */
+static bool correct_divmod_folding;   /* CORRECT_DIVMOD_FOLDING: a ContextVar, a Context changes it */
 
 #define AS_PY(u) ((PyObject *)(u))
 /* a truth value from a comparison helper; on error leave the enclosing function with NULL */
@@ -453,6 +453,6 @@ static const RuleDef div_and_mod_defs[] = {
 
 int tinyc_init_divandmod(PyObject *m) {
   UNUSED(m);
-  if (env_flag("CORRECT_DIVMOD_FOLDING", &correct_divmod_folding) < 0) return -1;   /* tinygrad's ContextVar, default 0 */
+  if (ctxvar_flag("CORRECT_DIVMOD_FOLDING", &correct_divmod_folding) < 0) return -1;   /* tinygrad's ContextVar, default 0 */
   return native_register("div_and_mod_symbolic", pm_from_defs(div_and_mod_defs, N(div_and_mod_defs)));
 }

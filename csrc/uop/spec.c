@@ -16,7 +16,7 @@
 
 static PyObject *reduce_axis_ops;   /* {Ops.ADD, Ops.MUL, Ops.MAX} */
 static PyObject *axistype_class;    /* AxisType (borrowed) */
-static bool ignore_oob;
+static bool ignore_oob = true;   /* tinygrad's IGNORE_OOB (default 1), a ContextVar */
 
 /* ---- small helpers ---- */
 
@@ -546,7 +546,7 @@ static PyObject *py_type_verify(PyObject *mod, PyObject *args) {
   return PyArg_ParseTuple(args, "OO:type_verify", &ast, &spec) ? type_verify(ast, spec) : NULL;
 }
 
-static bool spec_enabled = true;   /* tinygrad's SPEC (default 1), read at import */
+static bool spec_enabled = true;   /* tinygrad's SPEC (default 1), a ContextVar */
 
 int spec_check(PyObject *ast, const char *spec_name) {
   if (!spec_enabled) return 0;
@@ -595,11 +595,7 @@ static int register_spec(const char *name, const RuleDef *defs, int n, const cha
 }
 
 static int init_spec_globals(PyObject *m) {
-  long spec = 1;
-  if (env_int("SPEC", &spec) < 0) return -1;
-  spec_enabled = spec != 0;
-  const char *env = getenv("IGNORE_OOB");
-  ignore_oob = env ? atoi(env) != 0 : true;
+  if (ctxvar_flag("SPEC", &spec_enabled) < 0 || ctxvar_flag("IGNORE_OOB", &ignore_oob) < 0) return -1;
   axistype_class = (PyObject *)Py_TYPE(axistype_members[AXIS_GLOBAL]);
   if (!(reduce_axis_ops = PySet_New(NULL))) return -1;
   const Op reduce_ops[] = {OP_ADD, OP_MUL, OP_MAX};

@@ -7,7 +7,7 @@
 #include "../helpers.h"
 #include <stdlib.h>
 
-static bool image_enabled;   /* tinygrad's IMAGE.value > 0, read from the environment at import as tinygrad does */
+static long image_level;   /* tinygrad's IMAGE, a ContextVar: its rules test IMAGE.value > 0 */
 static PyObject *math_nan;   /* math.nan itself: tinygrad's const_like(math.nan) keeps that very float object */
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -289,7 +289,7 @@ end:
 
 /* gated_given_valid: the gated index simplified given its own gate (not for image index math) */
 RULE(gated_given_valid, i, x, cond) {
-  if (image_enabled) {
+  if (image_level > 0) {
     int has_div = op_in_slice_with_self(x, opset_of((Op[]){OP_IDIV, OP_MOD}, 2));
     if (has_div != 0) return NULL;
   }
@@ -612,10 +612,7 @@ static PyMethodDef sym_functions[] = {
 
 /* IMAGE as tinygrad's ContextVar reads it: int(os.getenv("IMAGE", 0)), on when positive */
 static int read_image_env(void) {
-  long image = 0;
-  if (env_int("IMAGE", &image) < 0) return -1;
-  image_enabled = image > 0;
-  return 0;
+  return ctxvar_int("IMAGE", &image_level);
 }
 
 static PatternMatcher *registered(const char *name, PatternMatcher *pm) {

@@ -785,7 +785,7 @@ int tinyc_init_linearizer(PyObject *m) {
   PyObject *operator_mod = PyImport_ImportModule("operator");
   attrgetter_arg = operator_mod ? PyObject_CallMethod(operator_mod, "attrgetter", "s", "arg") : NULL;
   Py_XDECREF(operator_mod);
-  if (!attrgetter_arg || env_flag("TUPLE_ORDER", &tuple_order) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
+  if (!attrgetter_arg || ctxvar_flag("TUPLE_ORDER", &tuple_order) < 0 || PyModule_AddFunctions(m, linearizer_functions) < 0)
     return -1;
   return native_register("pm_linearize_cleanups", pm_from_defs(pm_linearize_cleanups_defs, N(pm_linearize_cleanups_defs))) < 0 ||
          native_register("pm_add_control_flow", pm_from_defs(pm_add_control_flow_defs, N(pm_add_control_flow_defs))) < 0 ||

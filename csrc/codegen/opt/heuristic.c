@@ -9,7 +9,7 @@
 #include "postrange.h"
 #include "opt.h"
 
-/* tinygrad's ContextVars, read once at import: TC (USE_TC), TC_SELECT, TC_OPT, AMX, NOLOCALS */
+/* tinygrad's ContextVars (from the environment at import, then as Context sets them): TC (USE_TC), TC_SELECT, TC_OPT, AMX, NOLOCALS */
 static long use_tc = 1, tc_select = -1, tc_opt = 0, amx = 0, nolocals = 0;
 /* tinygrad reads these with its cached getenv on the first heuristic call: so here, once, on first use */
 static long mv_blocksize = 4, mv_threads_per_row = 8, mv_rows_per_thread = 4, mv_on = 1;
@@ -697,7 +697,7 @@ static PyMethodDef heuristic_functions[] = {
 };
 
 int tinyc_init_heuristic(PyObject *m) {
-  if (env_int("TC", &use_tc) < 0 || env_int("TC_SELECT", &tc_select) < 0 || env_int("TC_OPT", &tc_opt) < 0 ||
-      env_int("AMX", &amx) < 0 || env_int("NOLOCALS", &nolocals) < 0) return -1;
+  if (ctxvar_int("TC", &use_tc) < 0 || ctxvar_int("TC_SELECT", &tc_select) < 0 || ctxvar_int("TC_OPT", &tc_opt) < 0 ||
+      ctxvar_int("AMX", &amx) < 0 || ctxvar_int("NOLOCALS", &nolocals) < 0) return -1;
   return PyModule_AddFunctions(m, heuristic_functions);
 }

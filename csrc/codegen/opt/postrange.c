@@ -641,7 +641,7 @@ fail:
  * to the next tensor core with the AST as the failure left it, as in tinygrad. */
 
 static PyObject *sched_apply_opt(SchedulerObject *s, PyObject *opt_obj, int append_opt);
-static long allow_tf32;   /* tinygrad's ALLOW_TF32 (read at import) */
+static long allow_tf32;   /* tinygrad's ALLOW_TF32, a ContextVar */
 
 /* x.arg[0] (new reference) */
 static PyObject *arg_first(PyObject *u) {
@@ -1624,7 +1624,7 @@ PyObject *scheduler_get_optimized_ast(PyObject *k, const char *name_override) {
 
 /* ---- apply_opts, make_images ---- */
 
-static long noopt_level;   /* tinygrad's NOOPT, read at import as its ContextVar */
+static long noopt_level;   /* tinygrad's NOOPT, a ContextVar (from the environment at import; Context sets it) */
 static long beam_amount;   /* BEAM, likewise */
 PyObject *(*postrange_beam_hook)(PyObject *k, UOp *ast, PyObject *ren, long amt);
 
@@ -1764,9 +1764,9 @@ int tinyc_init_postrange(PyObject *m) {
   static const long pos[] = {-1, 0, 0, 1, 2, 3, 2, 4, 5, -2};
   if (!(axis_letters = axis_dict(letter_axes, letters, 10, false, NULL)) || !(axis_colors = axis_dict(letter_axes, colors, 10, false, NULL)) ||
       !(axis_to_pos = axis_dict(pos_axes, NULL, 10, true, pos)) || !(kernel_cnt = PyDict_New())) return -1;
-  if (env_int("ALLOW_TF32", &allow_tf32) < 0) return -1;
-  if (env_int("NOOPT", &noopt_level) < 0) return -1;
-  if (env_int("BEAM", &beam_amount) < 0) return -1;
+  if (ctxvar_int("ALLOW_TF32", &allow_tf32) < 0) return -1;
+  if (ctxvar_int("NOOPT", &noopt_level) < 0) return -1;
+  if (ctxvar_int("BEAM", &beam_amount) < 0) return -1;
   for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
   if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||
       !(uop_invalid_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "invalid"))) return -1;

@@ -27,7 +27,8 @@
 #include <unistd.h>
 
 static PyObject *actions;            /* tinyc.search.actions: tinygrad's list, built at import from the same switches */
-static long beam_debug, debug_level;  /* BEAM_DEBUG, DEBUG: read at import as tinygrad reads them */
+static long beam_debug, debug_level;  /* BEAM_DEBUG (getenv, at import), DEBUG (a ContextVar) as tinygrad reads them */
+static EnvVar ignore_beam_cache = {"IGNORE_BEAM_CACHE", 0, 0, false};   /* a ContextVar; the environment's at each search */
 static PyObject *pickle_dumps, *pickle_loads;
 
 static double now(void) {
@@ -984,7 +985,7 @@ done:
 static PyObject *apply_opts_beam(PyObject *k, UOp *ast, PyObject *ren, long amt) {
   PyObject *device = PyObject_GetAttrString(ren, "device"), *bufs = device ? bufs_from_ast(ast, device) : NULL, *ret = NULL;
   Hooks h = {actions, Py_None, Py_None, Py_None};
-  if (bufs) ret = beam_search(k, bufs, (int)amt, env_long("BEAM_ESTIMATE", 1) != 0, env_long("IGNORE_BEAM_CACHE", 0) != 0, &h);
+  if (bufs) ret = beam_search(k, bufs, (int)amt, env_long("BEAM_ESTIMATE", 1) != 0, envvar_value(&ignore_beam_cache) != 0, &h);
   Py_XDECREF(device); Py_XDECREF(bufs);
   return ret;
 }
@@ -1060,7 +1061,7 @@ static PyObject *py_beam_search(PyObject *mod, PyObject *args, PyObject *kw) {
   Hooks h = {Py_None, Py_None, Py_None, Py_None};
   if (!PyArg_ParseTupleAndKeywords(args, kw, "OOi|pO$OOOO:beam_search", kwlist, &s, &rawbufs, &amt, &allow_test_size, &disable,
                                    &h.acts, &h.timer, &h.on_step, &h.executor)) return NULL;
-  int disable_cache = disable == Py_None ? env_long("IGNORE_BEAM_CACHE", 0) != 0 : PyObject_IsTrue(disable);
+  int disable_cache = disable == Py_None ? envvar_value(&ignore_beam_cache) != 0 : PyObject_IsTrue(disable);
   if (disable_cache < 0) return NULL;
   if ((h.timer != Py_None && !PyCallable_Check(h.timer)) || (h.on_step != Py_None && !PyCallable_Check(h.on_step)))
     return PyErr_Format(PyExc_TypeError, "beam_search's timer and on_step must be callables");
@@ -1121,7 +1122,7 @@ int tinyc_init_search(PyObject *m) {
   pickle_loads = pickle ? PyObject_GetAttrString(pickle, "loads") : NULL;
   Py_XDECREF(pickle);
   beam_debug = env_long("BEAM_DEBUG", 0);
-  debug_level = env_long("DEBUG", 0);
+  if (ctxvar_int("DEBUG", &debug_level) < 0 || ctxvar_env(&ignore_beam_cache) < 0) return -1;
   if (!pickle_dumps || !pickle_loads || !(actions = build_actions()) || PyModule_AddFunctions(m, search_functions) < 0 ||
       PyModule_AddObjectRef(m, "actions", actions) < 0 || !(beam_build_fn = PyObject_GetAttrString(m, "_beam_build")))
     return -1;

@@ -51,9 +51,9 @@ static bool is_bool(Z3Ctx *z, Z3_ast a) { return Z3_get_sort_kind(z->c, Z3_get_s
 static Z3_ast z_intval(Z3Ctx *z, long long v) { return checked(z, Z3_mk_int64(z->c, v, Z3_mk_int_sort(z->c))); }
 static Z3_ast z_boolval(Z3Ctx *z, bool v) { return checked(z, v ? Z3_mk_true(z->c) : Z3_mk_false(z->c)); }
 
-/* z3.IntVal(v) of a Python int of any size (bools read as 0/1, as z3py's _to_int_str reads them) */
+/* z3.IntVal(v) of a Python int of any size; bools read as 0/1 and floats truncated, as z3py's _to_int_str reads them */
 static Z3_ast z_numeral(Z3Ctx *z, PyObject *v) {
-  if (!PyLong_Check(v)) {
+  if (!PyLong_Check(v) && !PyFloat_Check(v)) {
     PyErr_Format(PyExc_TypeError, "z3 rendering wants an int, got %R", v);
     return NULL;
   }

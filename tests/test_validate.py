@@ -182,7 +182,7 @@ def test_out_of_bounds_report_names_the_index_as_tinygrad():
 _THREADS = textwrap.dedent("""
   import io, json, contextlib, threading, gc
   from sanitizer import rss, RSS_SLACK
-  cases = list(GOOD.values()) * 3
+  cases = list(GOOD.values())[:16]
   def verdicts():
     out = []
     for c in cases:
@@ -200,7 +200,7 @@ _THREADS = textwrap.dedent("""
     refs = sys.getrefcount(idx)
     sizes = []
     for _ in range(3):
-      for _ in range(150): validate_index(*GOOD["padded_2d"]), validate_index(b16, idx)
+      for _ in range(25): validate_index(*GOOD["padded_2d"]), validate_index(b16, idx)
       gc.collect(); sizes.append(rss())
   print("%s" + json.dumps({"same": all(r == serial for r in results), "refs": [refs, sys.getrefcount(idx)],
                            "growth": sizes[2] - sizes[1], "slack": RSS_SLACK}))

@@ -220,3 +220,42 @@ def test_without_ignore_oob_unset_every_index_passes():
   env = {k: v for k, v in os.environ.items() if k != "IGNORE_OOB"}
   res = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60, cwd=HERE)
   assert res.returncode == 0 and res.stdout.strip() == "True", res.stdout + res.stderr
+
+_CORPUS = textwrap.dedent("""
+  import io, json, contextlib
+  from corpus import _programs
+  from tinygrad.codegen import get_program as tg_get_program
+  from tinygrad.renderer.cstyle import ClangRenderer
+  from tinygrad.uop.ops import Ops
+  import tinyc
+  from tinyc.codegen import get_program
+  from tinyc.tinygrad import from_tinygrad
+  WANT = {"pad_permute", "cumsum", "gather", "gather_dim", "conv2d_stride_pad", "sum", "shrink_flip"}
+  asts = []
+  for name, build in _programs():
+    if name not in WANT: continue
+    sched, _ = build().schedule_with_vars()
+    asts += [(f"{name}/{i}", si.ast) for i, si in enumerate(x for x in sched if x.ast.op is Ops.SINK)]
+  # shifted reads: every load of an input buffer one element further on, which leaves the buffer at its end
+  def shifted(ast):
+    subs = {u: u.replace(src=(u.src[0], u.src[1] + 1) + u.src[2:]) for u in ast.toposort()
+            if u.op is Ops.INDEX and u.src[0].op is Ops.DEFINE_GLOBAL and u.src[0].arg != 0}
+    return ast.substitute(subs) if subs else None
+  asts += [(n + "+1", s) for n, a in asts[:6] if (s := shifted(a)) is not None]
+  def outcome(f):
+    try:
+      with contextlib.redirect_stdout(io.StringIO()): f()
+      return "ok"
+    except Exception as e: return type(e).__name__
+  out = {n: [outcome(lambda: tg_get_program(a, ClangRenderer())), outcome(lambda: get_program(from_tinygrad(a), tinyc.ClangRenderer()))]
+         for n, a in asts}
+  print("%s" + json.dumps(out))
+""" % MARK)
+
+def test_corpus_kernels_and_shifted_reads_verdict_as_tinygrad():
+  """get_program with IGNORE_OOB=0 on gated, padded, gather and reduce kernels of the corpus passes as in tinygrad; the
+  same kernels reading one element past their inputs raise tinygrad's RuntimeError (its spec rejects the INDEX)"""
+  got, _ = _child(_CORPUS, oracle=True, timeout=300)
+  diffs = {k: v for k, v in got.items() if v[0] != v[1]}
+  assert not diffs, diffs
+  assert sum(v[0] == "ok" for v in got.values()) >= 8 and sum(v[0] == "RuntimeError" for v in got.values()) >= 3, got

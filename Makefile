@@ -2,6 +2,7 @@
 # Each installs what is missing, builds the extension, then runs.
 PYTHON ?= python3
 APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev llvm-19-dev
+APT_PACKAGES += libz3-dev
 # the interpreter itself, not a launcher script (pyenv's shim is bash): the sanitizers must see only Python's allocations
 PY = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 
@@ -38,13 +39,17 @@ ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py 
   $(PARITY_ASAN_TESTS)
 CONTEXT_ASAN_TESTS := $(addprefix tests/test_context.py::,test_refused_values_change_nothing test_c_side_follows_every_native_key test_restore_as_tinygrad)
 ASAN_TESTS += $(CONTEXT_ASAN_TESTS)
+# validate_index's z3 proof: malformed graphs, the report, threads and memory
+Z3_ASAN_TESTS := $(addprefix tests/test_validate.py::,test_malformed_inputs_raise_as_tinygrad test_out_of_bounds_report_names_the_index_as_tinygrad \
+  test_threads_and_memory)
+ASAN_TESTS += $(Z3_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 
 deps:
 	@for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "apt-get install$$missing"; apt-get update -qq && apt-get install -y -qq $$missing; fi
-	@$(PYTHON) -c "import numpy, pytest, hypothesis, distributed, tinyc, importlib.metadata as m; assert m.version('tinygrad') == '0.12.0'" 2>/dev/null \
+	@$(PYTHON) -c "import numpy, pytest, hypothesis, distributed, z3, tinyc, importlib.metadata as m; assert m.version('tinygrad') == '0.12.0'" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q -e '.[test]'
 
 build: deps

@@ -25,6 +25,15 @@ def llvm_flags():
 llvm_c, llvm_ld = llvm_flags()
 cflags, ldflags = cflags + llvm_c, ldflags + llvm_ld
 
+def z3_flags():
+  """cflags and ldflags of z3 when its C header is here (Debian's libz3-dev): validate_index then proves bounds with z3
+  (csrc/uop/validate.c); without it the module builds and that proof raises tinygrad's ImportError"""
+  inc = os.environ.get("Z3_INCLUDE", "/usr/include")
+  return (["-DTINYC_HAVE_Z3", "-I" + inc], ["-lz3"]) if os.path.exists(os.path.join(inc, "z3.h")) else ([], [])
+
+z3_c, z3_ld = z3_flags()
+cflags, ldflags = cflags + z3_c, ldflags + z3_ld
+
 setup(ext_modules=[Extension("tinyc._C", sources=sources, depends=headers, extra_compile_args=cflags,
                              extra_link_args=ldflags, libraries=["dl", "sqlite3", "z", "pthread"],
                              include_dirs=[numpy.get_include()])])

@@ -235,4 +235,5 @@ def test_validate_index_bounds_checked():
   env = dict(os.environ, IGNORE_OOB="0")
   res = subprocess.run([sys.executable, "-c", _OOB_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
   assert res.returncode == 0, res.stdout + res.stderr
-  assert "ImportError ImportError" in res.stdout and "True True" in res.stdout, res.stdout
+  # with z3 (a test dependency) an index that can leave the buffer is False in both; without it, tinygrad's ImportError
+  assert ("False False" in res.stdout or "ImportError ImportError" in res.stdout) and "True True" in res.stdout, res.stdout

@@ -4,11 +4,12 @@
  * rule accepts. A rule answers True/False by returning Py_True/Py_False in place of a UOp: the
  * engine hands pm.rewrite whatever object the rule gives.
  *
- * validate_index follows tinygrad without its z3 proof: with IGNORE_OOB (tinygrad's default, read
- * from the environment once, as tinygrad's ContextVar is) every index passes; without it an index
- * passes on its range bounds or when it goes through a BITCAST / a cast of a pointer, and any other
- * index raises the ImportError tinygrad raises when z3 is missing. */
+ * validate_index follows tinygrad: with IGNORE_OOB (tinygrad's default, read from the environment
+ * once, as tinygrad's ContextVar is) every index passes; without it an index passes on its range
+ * bounds or when it goes through a BITCAST / a cast of a pointer, and any other index is left to
+ * z3's proof (validate.c), which raises the ImportError tinygrad raises when tinyc has no z3. */
 #include "native.h"
+#include "validate.h"
 #include <stdlib.h>
 
 #define SPEC_TRUE ((UOp *)Py_True)
@@ -130,9 +131,7 @@ static int validate_index(UOp *buf, UOp *idx, UOp *gate) {
   int trick = has_pointer_trick(idx);
   if (!trick && gate) trick = has_pointer_trick(gate);
   if (trick) return trick;
-  PyErr_SetString(PyExc_ImportError, "bounds checking requires z3 >= 4.12.4, use IGNORE_OOB=1 to disable, or \"pip install "
-                                     "'z3-solver>=4.12.4\" (tinyc does not port the z3 check)");
-  return -1;
+  return validate_index_z3(idx, gate, size);
 }
 
 RULE(index_in_bounds, buf, idx) { return verdict(validate_index(buf, idx, NULL)); }
@@ -575,7 +574,7 @@ static PyObject *py_validate_index(PyObject *mod, PyObject *args) {
 
 static PyMethodDef spec_functions[] = {
   {"type_verify", py_type_verify, METH_VARARGS, "type_verify(ast, check_spec): raise RuntimeError at the first node the spec rejects"},
-  {"validate_index", py_validate_index, METH_VARARGS, "validate_index(buf, idx, gate=None): the INDEX spec check (no z3)"},
+  {"validate_index", py_validate_index, METH_VARARGS, "validate_index(buf, idx, gate=None): the INDEX spec check (z3 proves the bounds when IGNORE_OOB=0)"},
   {NULL, NULL, 0, NULL},
 };
 

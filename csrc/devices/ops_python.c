@@ -1232,7 +1232,7 @@ static PyTypeObject PythonCompiler_Type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tinyc.PythonCompiler",
   .tp_basicsize = sizeof(CompilerObject),
-  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,   /* GC support is inherited */
   .tp_doc = "tinygrad's PythonCompiler: compile(src) decodes the renderer's base64",
   .tp_base = &Compiler_Type,
   .tp_methods = PythonCompiler_methods,

@@ -448,7 +448,7 @@ static int const_val(PyObject *o, Kind k, Val *out) {
   if (PyFloat_Check(o)) { PyErr_SetString(PyExc_TypeError, "an int CONST has a float arg"); return -1; }
   if (k == K_B) { int t = PyObject_IsTrue(o); out->i = t; return t < 0 ? -1 : 0; }
   if (!PyLong_Check(o)) { PyErr_Format(PyExc_TypeError, "CONST arg must be a number, got %.100s", Py_TYPE(o)->tp_name); return -1; }
-  if (k == K_U) { out->u = PyLong_AsUnsignedLongLong(o); return out->u == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0; }
+  if (k == K_U) { out->u = PyLong_AsUnsignedLongLongMask(o); return out->u == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0; }   /* -1: its bits */
   out->i = PyLong_AsLongLong(o);
   return out->i == -1 && PyErr_Occurred() ? -1 : 0;
 }

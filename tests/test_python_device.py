@@ -291,3 +291,80 @@ def test_memory_flat():
   grown = tracemalloc.get_traced_memory()[0] - s0
   tracemalloc.stop()
   assert grown < 64 * 1024, grown
+
+# ---- 5. the ALU and casts, op by op, against tinygrad's emulator ----
+
+from tinygrad.dtype import dtypes as tgd
+
+INTS = {tgd.int8: [0, 1, -1, 7, -128, 127, 100, -100], tgd.uint8: [0, 1, 255, 128, 7, 200, 3, 100],
+        tgd.int32: [0, 1, -1, 2**31 - 1, -2**31, 123456789, -98765, 7], tgd.uint32: [0, 1, 2**32 - 1, 2**31, 3, 1000000007, 65536, 9],
+        tgd.int64: [0, 1, -1, 2**63 - 1, -2**63, 2**40 + 3, -(2**35), 11], tgd.uint64: [0, 1, 2**64 - 1, 2**63, 5, 2**40, 77, 3]}
+FLOATS = [0.0, -0.0, 1.5, -2.25, 3.0e10, -7.5e-5, float("inf"), float("nan"), 65504.0, 1e-8, 0.3, -100.0]
+INT_OPS = [TgOps.ADD, TgOps.SUB, TgOps.MUL, TgOps.IDIV, TgOps.MOD, TgOps.XOR, TgOps.AND, TgOps.OR, TgOps.MAX, TgOps.CMPLT, TgOps.CMPNE,
+           TgOps.CMPEQ, TgOps.SHL, TgOps.SHR]
+FLOAT_OPS = [TgOps.ADD, TgOps.SUB, TgOps.MUL, TgOps.MAX, TgOps.CMPLT, TgOps.CMPNE, TgOps.CMPEQ, TgOps.MULACC, TgOps.NEG, TgOps.EXP2,
+             TgOps.LOG2, TgOps.SQRT, TgOps.RECIPROCAL, TgOps.SIN, TgOps.IDIV, TgOps.MOD]
+
+def lanes_program(op, dt, pairs, out_dt, cast_to=None):
+  """out[k] = op(a_k, b_k[, c_k]) (cast to cast_to first when given) for each k, as tinygrad's (op, dtype, srcs, arg) list"""
+  n = len(pairs)
+  lops = [(TgOps.DEFINE_GLOBAL, out_dt.ptr(n), [], 0)]
+  def add(*e): lops.append(e); return len(lops) - 1
+  res_dt = tgd.bool if op in (TgOps.CMPLT, TgOps.CMPNE, TgOps.CMPEQ) else dt
+  for k, args in enumerate(pairs):
+    srcs = [add(TgOps.CONST, dt, [], a) for a in args]
+    v = add(op, res_dt, srcs, None) if op is not TgOps.CAST else add(TgOps.CAST, cast_to, srcs, None)
+    if (cast_to or res_dt) != out_dt: v = add(TgOps.CAST, out_dt, [v], None)
+    i = add(TgOps.INDEX, out_dt.ptr(n), [0, add(TgOps.CONST, tgd.int, [], k)], None)
+    add(TgOps.STORE, tgd.void, [i, v], None)
+  return pickle.dumps(lops), out_dt, n
+
+def run_lanes(lib, out_dt, n):
+  """(tinygrad's output bytes or its exception type, tinyc's)"""
+  res = []
+  for make in (lambda: (TgPythonProgram("k", lib), memoryview(bytearray(n * out_dt.itemsize)), None),
+               lambda: (PythonProgram("k", tinyc_lib(lib)), None, Buffer("PYTHON", n, _to_tc_dtype(out_dt)).allocate())):
+    prg, mv, buf = make()
+    try:
+      prg(mv if buf is None else buf)
+      res.append(bytes(mv) if buf is None else bytes(buf.as_buffer()))
+    except Exception as e: res.append(type(e))
+  return res
+
+def arity(op): return 1 if op in (TgOps.NEG, TgOps.EXP2, TgOps.LOG2, TgOps.SQRT, TgOps.RECIPROCAL, TgOps.SIN) else 3 if op is TgOps.MULACC else 2
+
+def test_int_alu_as_tinygrad():
+  rng = np.random.default_rng(1)
+  for dt, vs in INTS.items():
+    for op in INT_OPS:
+      pairs = [(a, b) for a in vs for b in vs]
+      if op in (TgOps.SHL, TgOps.SHR): pairs = [(a, int(s)) for a in vs for s in (0, 1, 3, 7, 31, 33, 63, 64, 70) if s <= max(vs)]
+      pairs = [pairs[i] for i in rng.permutation(len(pairs))[:40]]
+      theirs, ours = run_lanes(*lanes_program(op, dt, pairs, dt if op not in (TgOps.CMPLT, TgOps.CMPNE, TgOps.CMPEQ) else tgd.bool))
+      assert ours == theirs, (op, dt, pairs)
+
+@pytest.mark.parametrize("dt", [tgd.float, tgd.double, tgd.half, tgd.bfloat16])
+def test_float_alu_as_tinygrad(dt):
+  rng = np.random.default_rng(2)
+  out = tgd.float if dt in (tgd.half, tgd.bfloat16) else dt   # no half buffers in tinygrad's emulator before Python 3.12
+  for op in FLOAT_OPS:
+    vals = [tgd.as_const(v, dt) for v in FLOATS]
+    pairs = [tuple(vals[int(i)] for i in rng.integers(0, len(vals), arity(op))) for _ in range(30)]
+    theirs, ours = run_lanes(*lanes_program(op, dt, pairs, out if op not in (TgOps.CMPLT, TgOps.CMPNE, TgOps.CMPEQ) else tgd.bool))
+    assert ours == theirs, (op, dt, pairs)
+
+def test_casts_as_tinygrad():
+  fin = [0.0, -0.0, 1.5, -2.75, 300.7, -129.9, 3.0e9, -5.0e18, 1e30, 65519.0, 70000.0, 1e-40]
+  for src in (tgd.float, tgd.double):
+    for dst in (tgd.int8, tgd.uint8, tgd.int32, tgd.uint32, tgd.int64, tgd.uint64, tgd.bool, tgd.half, tgd.float, tgd.double, tgd.bfloat16):
+      out = tgd.float if dst in (tgd.half, tgd.bfloat16) else dst
+      vals = [tgd.as_const(v, src) for v in fin + ([float("nan"), float("inf")] if dst in (tgd.half, tgd.bool, tgd.double, tgd.bfloat16) else [])]
+      theirs, ours = run_lanes(*lanes_program(TgOps.CAST, src, [(v,) for v in vals], out, cast_to=dst))
+      assert ours == theirs, (src, dst)
+  for src, vs in INTS.items():
+    for dst in (tgd.int8, tgd.uint16, tgd.int32, tgd.uint64, tgd.float, tgd.double, tgd.bool):
+      theirs, ours = run_lanes(*lanes_program(TgOps.CAST, src, [(v,) for v in vs], dst, cast_to=dst))
+      assert ours == theirs, (src, dst)
+  for v in (float("nan"), float("inf")):   # int(nan) / int(inf): the same exception on both sides
+    theirs, ours = run_lanes(*lanes_program(TgOps.CAST, tgd.float, [(v,)], tgd.int32, cast_to=tgd.int32))
+    assert ours == theirs and theirs in (ValueError, OverflowError)

@@ -206,6 +206,7 @@ static bool truth(Val v, Kind k) { return k == K_F ? v.f != 0 : v.u != 0; }
 
 /* dtypes.as_const then truncate: v of kind k to the dtype `id` */
 static int convert(Val v, Kind k, DTypeId id, Val *out) {
+  if (k == K_F && isnan(v.f)) v.f = NAN;   /* as_const canonicalises nan to math.nan (a NaN's sign bit is dropped) */
   switch (kind_of(id)) {
   case K_B: out->i = truth(v, k); return 0;
   case K_F: out->f = as_double(v, k); return round_float(id, &out->f);
@@ -1011,7 +1012,7 @@ static int run_program(Run *r) {
 /* the memory of the locals (one per warp) and regs (one per thread), laid out in r->scratch */
 static int layout_scratch(Run *r) {
   PyProgram *prg = r->prg;
-  size_t bytes = 0, nl = 0, nr = 0;
+  size_t bytes = 0;
   for (int pass = 0; pass < 2; pass++) {
     for (Py_ssize_t i = 0; i < prg->n; i++) {
       const Inst *in = &prg->ins[i];
@@ -1021,14 +1022,12 @@ static int layout_scratch(Run *r) {
         Mem *m = in->op == OP_DEFINE_LOCAL ? &r->locals[in->aux] : &r->regs[(size_t)in->aux * r->warp + c];
         if (pass) *m = (Mem){r->scratch + bytes, in->size, in->id};
         bytes += one;
-        if (bytes > ((size_t)1 << 36)) { PyErr_SetString(PyExc_MemoryError, "PYTHON: locals and regs too large"); return -1; }
+        if (bytes > ((size_t)1 << 31)) { PyErr_SetString(PyExc_MemoryError, "PYTHON: locals and regs too large"); return -1; }
       }
-      nl += in->op == OP_DEFINE_LOCAL, nr += in->op == OP_DEFINE_REG;
     }
     if (!pass && !(r->scratch = PyMem_RawCalloc(bytes + 1, 1))) { PyErr_NoMemory(); return -1; }
     if (!pass) r->scratch_bytes = bytes, bytes = 0;
   }
-  UNUSED(nl); UNUSED(nr);
   return 0;
 }
 
@@ -1055,8 +1054,9 @@ static int run_setup(Run *r, PyProgram *prg, void *const *bufs, const size_t loc
     if (in->is_ptr) nptr = in->slot + 1;
     else nval = in->slot + (size_t)in->count;
   }
-  r->warp = local[0] * local[1] * local[2];
-  if (r->warp == 0 || r->warp > ((size_t)1 << 16) || local[0] > r->warp || local[1] > r->warp || local[2] > r->warp) {
+  size_t l01;
+  bool over = __builtin_mul_overflow(local[0], local[1], &l01) || __builtin_mul_overflow(l01, local[2], &r->warp);
+  if (over || r->warp == 0 || r->warp > ((size_t)1 << 16)) {
     PyErr_Format(PyExc_ValueError, "%S: the local size (%zu, %zu, %zu) must hold 1 to 65536 threads", prg->name, local[0], local[1], local[2]);
     return -1;
   }

@@ -33,11 +33,12 @@ LLVM_ASAN_TESTS := $(addprefix tests/test_llvm.py::,test_two_threads_compile_the
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
   tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS)
 
-# the PYTHON device's hand-written and malformed programs, out-of-range accesses, missing buffers, runtime errors, memory (not
-# the corpus runs: tinygrad's emulator is slow under ASan)
+# the PYTHON device's hand-written and malformed programs, out-of-range accesses, missing buffers, runtime errors, memory, every
+# ALU op and cast, the WMMA layouts (not the corpus runs)
 PYDEV_ASAN_TESTS := $(addprefix tests/test_python_device.py::,test_a_hand_written_program_runs test_out_of_range_access_raises_index_error \
   test_missing_buffers_and_vars_raise test_bad_programs_raise_never_crash test_runtime_errors_of_python_semantics \
-  test_wmma_with_too_few_warp_threads_raises test_memory_flat)
+  test_wmma_with_too_few_warp_threads_raises test_memory_flat test_int_alu_as_tinygrad test_float_alu_as_tinygrad test_casts_as_tinygrad \
+  test_tensor_core_matmul_under_emulate)
 ASAN_TESTS += $(PYDEV_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean

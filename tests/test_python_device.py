@@ -4,8 +4,9 @@
    tinyc's) run by tinyc's PythonProgram gives what tinygrad's PythonProgram gives on the same buffers (ints and bools
    exactly, floats allclose) -- with the heuristics' opts (locals, GROUP reduces with barriers, upcasts);
 2. end to end: tinyc's get_program with Device["PYTHON"].renderer and the opts tinygrad applied, run by CompiledRunner;
-3. EMULATE=CUDA / AMD / METAL / INTEL: a matmul with a tensor-core opt (WMMA emulated with that device's lane layout);
-4. bad programs and buffers raise tinygrad's exception types, never crash.
+3. EMULATE=CUDA / AMD / METAL / INTEL / ...: a matmul with a tensor-core opt (WMMA emulated with that device's lane layout);
+4. bad programs and buffers raise tinygrad's exception types, never crash;
+5. every ALU op and cast on each dtype, lane by lane, the very bytes tinygrad's emulator stores.
 The whole corpus against tinygrad's slow emulator takes minutes: the tests take a broad subset, bench/python_device.py
 the whole corpus."""
 import base64, pickle, sys, time
@@ -30,7 +31,7 @@ VAR_VALS = {"n": 10}
 TOL = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-12)}
 # the kernels of the tests: a broad subset of the corpus (locals and barriers, regs, loops, gates, vectors, every dtype, vars,
 # bitcasts, the transcendental ops) that tinygrad's slow emulator runs in seconds; bench/python_device.py runs the whole corpus
-SUBSET = ("matmul/0", "conv2d/4", "conv1d/3", "conv1d/4", "maxpool/2", "avgpool/2", "softmax/2", "softmax/4", "log_softmax/3",
+SUBSET = ("matmul/0", "matmul/3", "matvec/4", "conv2d/4", "conv1d/3", "conv1d/4", "maxpool/2", "avgpool/2", "softmax/2", "softmax/4", "log_softmax/3",
           "log_softmax/4", "layernorm/3", "attention/9", "sum/2", "max/2", "argmax/3", "cumsum/2", "mean_var/2", "gather/2",
           "gather_dim/2", "shrink_flip/2", "expand_add/4", "cast_half/2", "cast_bfloat16/2", "cast_int8/2", "cast_uint32/2",
           "cast_float64/2", "exp_log/4", "sin_sqrt/4", "pow/1", "pow/4", "where_cmp/6", "int_math/0", "bool_ops/6", "relu_chain/2",

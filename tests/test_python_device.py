@@ -370,3 +370,28 @@ def test_casts_as_tinygrad():
   for v in (float("nan"), float("inf")):   # int(nan) / int(inf): the same exception on both sides
     theirs, ours = run_lanes(*lanes_program(TgOps.CAST, tgd.float, [(v,)], tgd.int32, cast_to=tgd.int32))
     assert ours == theirs and theirs in (ValueError, OverflowError)
+
+def test_mutated_programs_raise_or_run_never_crash():
+  """a real program (a GROUP reduce with locals, regs, a loop, gates) with one entry mutated: a source, the op, the dtype or
+  the arg. Each loads and runs on the real buffers or raises; none reads or writes past what it checked."""
+  name, ast = next((n, a) for n, a in kernel_asts() if n == "sum/2")
+  p = tg_program(ast)
+  base = pickle.loads(tinyc_lib(TgPythonCompiler().compile(p.src)))
+  init, (gs, ls) = inputs_for(p), dims(p)
+  rng = np.random.default_rng(3)
+  ops = list(tinyc.Ops)
+  dts = [D.float, D.int, D.bool, D.uint8, D.half, D.float.vec(4), D.float.ptr(16), D.int.ptr(4), D.float.ptr(1, tinyc.AddrSpace.REG), D.void]
+  args = [None, 0, 1, 3, -1, 2.5, "gidx0", "lidx0", (0,), (1, 2), True]
+  outcomes = {"ran": 0, "raised": 0}
+  for _ in range(400):
+    lops = [list(e) for e in base]
+    e, what = lops[int(rng.integers(len(lops)))], int(rng.integers(4))
+    if what == 0 and e[2]: e[2][int(rng.integers(len(e[2])))] = int(rng.integers(len(lops)))
+    elif what == 1: e[0] = ops[int(rng.integers(len(ops)))]
+    elif what == 2: e[1] = dts[int(rng.integers(len(dts)))]
+    else: e[3] = args[int(rng.integers(len(args)))]
+    try:
+      PythonProgram("k", pickle.dumps([tuple(x) for x in lops]))(*tinyc_bufs(p, init), global_size=gs, local_size=ls)
+      outcomes["ran"] += 1
+    except Exception: outcomes["raised"] += 1
+  assert outcomes["ran"] > 0 and outcomes["raised"] > 0, outcomes

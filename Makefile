@@ -44,6 +44,14 @@ Z3_ASAN_TESTS := $(addprefix tests/test_validate.py::,test_malformed_inputs_rais
   test_threads_and_memory)
 ASAN_TESTS += $(Z3_ASAN_TESTS)
 
+# the PYTHON device's hand-written and malformed programs, out-of-range accesses, missing buffers, runtime errors, memory, every
+# ALU op and cast, the WMMA layouts (not the corpus runs)
+PYDEV_ASAN_TESTS := $(addprefix tests/test_python_device.py::,test_a_hand_written_program_runs test_out_of_range_access_raises_index_error \
+  test_missing_buffers_and_vars_raise test_bad_programs_raise_never_crash test_runtime_errors_of_python_semantics \
+  test_wmma_with_too_few_warp_threads_raises test_memory_flat test_int_alu_as_tinygrad test_float_alu_as_tinygrad test_casts_as_tinygrad \
+  test_tensor_core_matmul_under_emulate test_mutated_programs_raise_or_run_never_crash)
+ASAN_TESTS += $(PYDEV_ASAN_TESTS)
+
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 
 deps:

@@ -4,6 +4,7 @@
  * (Device[name], Device.DEFAULT) and is_dtype_supported. The devices themselves are rows of the table, one file each in
  * devices/ (ops_cpu.c, ops_null.c); everything here reaches them through their DeviceDef. */
 #include "device.h"
+#include "devices/ops_python.h"
 #include "helpers/diskcache.h"
 #include "uop/decompositions.h"
 #include <structmember.h>
@@ -852,6 +853,7 @@ PyTypeObject Compiled_Type = {
 static const struct { const char *name; DeviceOpen open; } device_table[] = {
   {"CPU", cpu_open},
   {"NULL", null_open},
+  {"PYTHON", python_open},
 };
 #define N_DEVICES (sizeof(device_table) / sizeof(device_table[0]))
 

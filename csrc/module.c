@@ -14,6 +14,7 @@
 #include "renderers/renderer.h"
 #include "renderers/program_spec.h"
 #include "device.h"
+#include "devices/ops_python.h"
 #include "devices/support/compiler_llvm.h"
 #include "engine/realize.h"
 #include "codegen/opt/search.h"
@@ -31,7 +32,7 @@ static int tinyc_init_rule_sets(PyObject *m) {
 /* The device side, after the renderers (each device's pairs make renderers, NullRenderer subclasses ClangRenderer). */
 static int tinyc_init_runtime(PyObject *m) {
   return tinyc_init_diskcache(m) < 0 || tinyc_init_device(m) < 0 || tinyc_init_compiler_cpu(m) < 0 || tinyc_init_compiler_llvm(m) < 0 || tinyc_init_ops_cpu(m) < 0 ||
-         tinyc_init_ops_null(m) < 0 || tinyc_init_realize(m) < 0 || tinyc_init_search(m) < 0 ? -1 : 0;
+         tinyc_init_ops_null(m) < 0 || tinyc_init_ops_python(m) < 0 || tinyc_init_realize(m) < 0 || tinyc_init_search(m) < 0 ? -1 : 0;
 }
 
 static struct PyModuleDef tinyc_module = {PyModuleDef_HEAD_INIT, "tinyc._C",

@@ -21,3 +21,5 @@ __all__ = ["Ops", "GroupOp", "AxisType", "UOp", "DType", "PtrDType", "AddrSpace"
            "ProgramSpec", "Estimates", "BufferizeOpts", "Scheduler", "TensorCore", "hand_coded_optimizations"]
 Variable = UOp.variable   # tinygrad's `from tinygrad import Variable`
 __all__.append("Variable")
+from tinyc._C import PythonRenderer, PythonCompiler, PythonDevice, PythonProgram   # the PYTHON device (devices/ops_python.c)
+__all__ += ["PythonRenderer", "PythonCompiler", "PythonDevice", "PythonProgram"]

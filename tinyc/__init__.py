@@ -19,5 +19,5 @@ __all__ = ["Ops", "GroupOp", "AxisType", "UOp", "DType", "PtrDType", "AddrSpace"
            "LLVMRenderer", "Buffer", "Device", "Allocator", "Compiler", "ClangCompiler", "LLVMCompiler", "CPULLVMCompiler",
            "CompileError", "Compiled", "CPUDevice", "CPUProgram", "NullRenderer", "NullDevice", "NullProgram", "CompiledRunner",
            "ProgramSpec", "Estimates", "BufferizeOpts", "Scheduler", "TensorCore", "hand_coded_optimizations"]
-from tinyc._C import ImageDType  # tinygrad's image dtypes (dtypes.imagef / dtypes.imageh make them)
-__all__ += ["ImageDType"]
+from tinyc._C import ImageDType, OpenCLRenderer  # tinygrad's image dtypes (dtypes.imagef / imageh) and the OpenCL renderer
+__all__ += ["ImageDType", "OpenCLRenderer"]

@@ -32,6 +32,10 @@ LLVM_ASAN_TESTS := $(addprefix tests/test_llvm.py::,test_two_threads_compile_the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
   tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS)
+# image dtypes' bad shapes and pickles, an image store that cannot be done, the OpenCL renderer's bad arguments
+IMAGES_ASAN_TESTS := $(addprefix tests/test_images.py::,test_bad_image_shapes_raise_as_tinygrad test_image_dtype_identity_pickle_and_promotion \
+  test_image_store_not_upcast_raises test_opencl_aux_and_render_kernel)
+ASAN_TESTS += $(IMAGES_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -51,6 +51,10 @@ PYDEV_ASAN_TESTS := $(addprefix tests/test_python_device.py::,test_a_hand_writte
   test_wmma_with_too_few_warp_threads_raises test_memory_flat test_int_alu_as_tinygrad test_float_alu_as_tinygrad test_casts_as_tinygrad \
   test_tensor_core_matmul_under_emulate test_mutated_programs_raise_or_run_never_crash)
 ASAN_TESTS += $(PYDEV_ASAN_TESTS)
+# image dtypes' bad shapes and pickles, an image store that cannot be done, the OpenCL renderer's bad arguments
+IMAGES_ASAN_TESTS := $(addprefix tests/test_images.py::,test_bad_image_shapes_raise_as_tinygrad test_image_dtype_identity_pickle_and_promotion \
+  test_image_store_not_upcast_raises test_opencl_aux_and_render_kernel)
+ASAN_TESTS += $(IMAGES_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -91,7 +91,7 @@ static inline int exact_id(DType *dt) {
 }
 static inline bool id_in(DType *dt, uint32_t set) { return dt->id < DT_COUNT && ((set >> dt->id) & 1); }
 
-bool dtype_is_float(DType *dt) { return id_in(dt, FLOAT_SET); }
+bool dtype_is_float(DType *dt) { return id_in(dt, FLOAT_SET) || dtype_is_image(dt); }   /* images hold floats */
 bool dtype_is_int(DType *dt) { return id_in(dt, INDEX_LIKE_SET); }
 bool dtype_is_unsigned(DType *dt) { return id_in(dt, UINT_SET); }
 bool dtype_is_bool(DType *dt) { return dt->id == DT_BOOL; }
@@ -122,6 +122,8 @@ typedef struct {
   AddrSpaceId addrspace;
   int v;
   Py_ssize_t size;
+  PyObject *shape;      /* an ImageDType's (a tuple of ints), else NULL */
+  Py_ssize_t pitch;
 } DTypeSpec;
 
 static PyObject *fmt_object(char fmt) {
@@ -135,7 +137,10 @@ static PyObject *or_none(DType *dt) { return dt ? (PyObject *)dt : Py_None; }
 static PyObject *spec_key(const DTypeSpec *s) {
   PyObject *fmt = fmt_object(s->fmt), *key;
   if (!fmt) return NULL;
-  if (s->is_ptr)
+  if (s->shape)
+    key = Py_BuildValue("(iiOOiOOOinOn)", s->priority, s->bitsize, s->name, fmt, s->count, or_none(s->scalar),
+                        (PyObject *)s->base, addrspace_members[s->addrspace], s->v, s->size, s->shape, s->pitch);
+  else if (s->is_ptr)
     key = Py_BuildValue("(iiOOiOOOin)", s->priority, s->bitsize, s->name, fmt, s->count, or_none(s->scalar),
                         (PyObject *)s->base, addrspace_members[s->addrspace], s->v, s->size);
   else
@@ -145,7 +150,7 @@ static PyObject *spec_key(const DTypeSpec *s) {
 }
 
 static DType *new_dtype(const DTypeSpec *s, PyObject *key) {
-  PyTypeObject *tp = s->is_ptr ? &PtrDType_Type : &DType_Type;
+  PyTypeObject *tp = s->shape ? &ImageDType_Type : s->is_ptr ? &PtrDType_Type : &DType_Type;
   DType *dt = (DType *)tp->tp_alloc(tp, 0);
   if (!dt) return NULL;
   dt->priority = s->priority; dt->bitsize = s->bitsize; dt->count = s->count; dt->fmt = s->fmt;
@@ -161,6 +166,8 @@ static DType *new_dtype(const DTypeSpec *s, PyObject *key) {
     dt->base = dt;   /* borrowed: not a reference to itself */
     dt->addrspace = ADDRSPACE_GLOBAL; dt->v = 1; dt->size = -1;
   }
+  dt->shape = s->shape; Py_XINCREF(s->shape);
+  dt->pitch = s->shape ? s->pitch : -1;
   int rc = PyDict_SetItem(dcache, key, (PyObject *)dt);
   Py_DECREF(dt);  /* dcache owns it from now on */
   return rc < 0 ? NULL : dt;
@@ -178,8 +185,14 @@ static DType *intern_dtype(const DTypeSpec *s) {
 
 static DTypeSpec spec_of(DType *dt) {
   DTypeSpec s = {dt->priority, dt->bitsize, dt->count, dt->fmt, dt->name, dt->scalar_,
-                 dt->is_ptr, dt->base, dt->addrspace, dt->v, dt->size};
+                 dt->is_ptr, dt->base, dt->addrspace, dt->v, dt->size, dt->shape, dt->pitch};
   return s;
+}
+
+/* ImageDType.ptr: an image is its own pointer, and only global */
+static DType *image_ptr(DType *dt, AddrSpaceId addrspace) {
+  if (addrspace != ADDRSPACE_GLOBAL) { PyErr_SetString(PyExc_AssertionError, "images can't be local"); return NULL; }
+  return dt;
 }
 
 /* the vector of a non-pointer dtype: named like "float4" */
@@ -214,6 +227,7 @@ DType *dtype_vec(DType *dt, int sz) {
     if (dt->is_ptr) {
       DTypeSpec s = spec_of(dt);
       s.scalar = dt; s.v = sz;
+      s.pitch = -1;   /* tinygrad's vec of an image does not pass its _pitch on */
       ret = intern_dtype(&s);
     } else {
       ret = make_vector(dt, sz);
@@ -225,6 +239,7 @@ DType *dtype_vec(DType *dt, int sz) {
 }
 
 DType *dtype_ptr(DType *dt, Py_ssize_t size, AddrSpaceId addrspace) {
+  if (dtype_is_image(dt)) return image_ptr(dt, addrspace);
   if (dt->is_ptr) { PyErr_SetString(PyExc_RuntimeError, "can't make a pointer from a pointer"); return NULL; }
   if (addrspace < ADDRSPACE_GLOBAL || addrspace > ADDRSPACE_REG) {
     PyErr_Format(PyExc_ValueError, "bad address space %d", (int)addrspace);
@@ -302,6 +317,7 @@ static PyObject *DType_static_new(PyObject *unused, PyObject *args, PyObject *kw
 
 static void DType_dealloc(DType *self) {
   Py_XDECREF(self->name);
+  Py_XDECREF(self->shape);
   Py_XDECREF(self->scalar_);
   if (self->is_ptr) Py_XDECREF(self->base);
   Py_XDECREF(self->vec_cache);
@@ -327,8 +343,15 @@ static PyObject *ptr_repr(DType *dt) {
   return ret;
 }
 
+/* "dtypes.imagef((1, 2, 4))", then ".vec(v)" */
+static PyObject *image_repr(DType *dt) {
+  PyObject *ret = PyUnicode_FromFormat("dtypes.%U(%R)", dt->name, dt->shape);
+  if (ret && dt->v != 1) Py_SETREF(ret, PyUnicode_FromFormat("%U.vec(%d)", ret, dt->v));
+  return ret;
+}
+
 static PyObject *DType_repr(DType *self) {
-  if (!self->repr_cache) self->repr_cache = self->is_ptr ? ptr_repr(self) : scalar_repr(self);
+  if (!self->repr_cache) self->repr_cache = dtype_is_image(self) ? image_repr(self) : self->is_ptr ? ptr_repr(self) : scalar_repr(self);
   return Py_XNewRef(self->repr_cache);
 }
 
@@ -379,7 +402,7 @@ static PyObject *DType_ptr(DType *self, PyObject *args, PyObject *kwds) {
   Py_ssize_t size = -1;
   PyObject *addrspace = addrspace_members[ADDRSPACE_GLOBAL];
   if (!PyArg_ParseTupleAndKeywords(args, kwds, "|nO:ptr", kwlist, &size, &addrspace)) return NULL;
-  if (self->is_ptr) { PyErr_SetString(PyExc_RuntimeError, "can't make a pointer from a pointer"); return NULL; }
+  if (self->is_ptr && !dtype_is_image(self)) { PyErr_SetString(PyExc_RuntimeError, "can't make a pointer from a pointer"); return NULL; }
   AddrSpaceId as = addrspace_from(addrspace);
   if (!as) return NULL;
   return Py_XNewRef((PyObject *)dtype_ptr(self, size, as));
@@ -408,7 +431,11 @@ static PyObject *DType_reduce(DType *self, PyObject *unused) {
   UNUSED(unused);
   PyObject *fmt = fmt_object(self->fmt), *ret;
   if (!fmt) return NULL;
-  if (self->is_ptr)
+  if (dtype_is_image(self))
+    ret = Py_BuildValue("(O(iiOOiOOOinOn))", (PyObject *)&ImageDType_Type, self->priority, self->bitsize, self->name, fmt,
+                        self->count, or_none(self->scalar_), (PyObject *)self->base, addrspace_members[self->addrspace],
+                        self->v, self->size, self->shape, self->pitch);
+  else if (self->is_ptr)
     ret = Py_BuildValue("(O(iiOOiOOOin))", (PyObject *)&PtrDType_Type, self->priority, self->bitsize, self->name, fmt,
                         self->count, or_none(self->scalar_), (PyObject *)self->base, addrspace_members[self->addrspace],
                         self->v, self->size);
@@ -485,6 +512,133 @@ PyTypeObject PtrDType_Type = {
   .tp_base = &DType_Type,
   .tp_new = PtrDType_new,
 };
+
+/* ---------------------------------------------------------------- ImageDType */
+
+/* shape as an image's: a tuple of ints (tinygrad hashes it into the intern key and takes its prod); TypeError otherwise */
+static int check_image_shape(PyObject *shape) {
+  if (!PyTuple_Check(shape)) {
+    PyErr_Format(PyExc_TypeError, "an image shape must be a tuple of ints, not %.100s", Py_TYPE(shape)->tp_name);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++)
+    if (!PyLong_Check(PyTuple_GET_ITEM(shape, i))) {
+      PyErr_Format(PyExc_TypeError, "an image shape must be a tuple of ints, item %zd is %.100s", i, Py_TYPE(PyTuple_GET_ITEM(shape, i))->tp_name);
+      return -1;
+    }
+  return 0;
+}
+
+static PyObject *ImageDType_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"priority", "bitsize", "name", "fmt", "count", "_scalar", "_base", "addrspace", "v",
+                           "size", "shape", "_pitch", NULL};
+  UNUSED(type);
+  PyObject *empty = PyTuple_New(0);
+  if (!empty) return NULL;
+  DTypeSpec s = {.is_ptr = true, .size = -1, .shape = empty, .pitch = -1};
+  PyObject *fmt, *scalar, *base, *addrspace, *ret = NULL;
+  if (PyArg_ParseTupleAndKeywords(args, kwds, "iiUOiOOOi|nOn:ImageDType", kwlist, &s.priority, &s.bitsize, &s.name,
+                                  &fmt, &s.count, &scalar, &base, &addrspace, &s.v, &s.size, &s.shape, &s.pitch) &&
+      parse_fmt(fmt, &s.fmt) == 0 && parse_scalar(scalar, &s.scalar) == 0 && check_image_shape(s.shape) == 0 &&
+      (s.base = check_dtype(base, "_base")) && (s.addrspace = addrspace_from(addrspace)))
+    ret = Py_XNewRef((PyObject *)intern_dtype(&s));
+  Py_DECREF(empty);
+  return ret;
+}
+
+/* prod(shape) as a Py_ssize_t: OverflowError past it */
+static int shape_prod(PyObject *shape, Py_ssize_t *out) {
+  PyObject *acc = PyLong_FromLong(1);
+  for (Py_ssize_t i = 0; acc && i < PyTuple_GET_SIZE(shape); i++) Py_SETREF(acc, PyNumber_Multiply(acc, PyTuple_GET_ITEM(shape, i)));
+  *out = acc ? PyLong_AsSsize_t(acc) : -1;
+  Py_XDECREF(acc);
+  return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+DType *dtype_image(bool half, PyObject *shape, Py_ssize_t pitch) {
+  Py_ssize_t size;
+  if (check_image_shape(shape) < 0 || shape_prod(shape, &size) < 0) return NULL;
+  PyObject *name = PyUnicode_FromString(half ? "imageh" : "imagef");
+  if (!name) return NULL;
+  DTypeSpec s = {100, half ? 16 : 32, 1, half ? 'e' : 'f', name, NULL, true, DTYPE(FLOAT32), ADDRSPACE_GLOBAL, 1, size, shape, pitch};
+  DType *ret = intern_dtype(&s);
+  Py_DECREF(name);
+  return ret;
+}
+
+int dtype_image_dim(DType *dt, Py_ssize_t i, Py_ssize_t *out) {
+  if (!dtype_is_image(dt)) { PyErr_Format(PyExc_TypeError, "%R is not an ImageDType", (PyObject *)dt); return -1; }
+  if (i < 0 || i >= PyTuple_GET_SIZE(dt->shape)) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); return -1; }
+  *out = PyLong_AsSsize_t(PyTuple_GET_ITEM(dt->shape, i));
+  return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Python's floor division and tinygrad's round_up / next_power2 on C integers */
+static long long floordiv(long long a, long long b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+static long long round_up_ll(long long num, long long amt) { return floordiv(num + amt - 1, amt) * amt; }
+static long long next_power2_ll(long long x) {
+  if (x == 0) return 1;
+  unsigned long long m = x - 1 < 0 ? (unsigned long long)-(x - 1) : (unsigned long long)(x - 1);
+  int bits = 0;
+  while (m) { bits++; m >>= 1; }
+  return bits >= 62 ? LLONG_MAX : 1LL << bits;
+}
+
+/* ImageDType.pitch: the explicit one, else the row pitch in bytes the Qualcomm driver aligns an image of this shape to */
+static PyObject *image_pitch(DType *dt) {
+  if (dt->pitch != -1) return PyLong_FromSsize_t(dt->pitch);
+  Py_ssize_t w, h;
+  if (dtype_image_dim(dt, 1, &w) < 0 || dtype_image_dim(dt, 0, &h) < 0) return NULL;
+  if (w > (1LL << 40) || w < -(1LL << 40)) return PyErr_Format(PyExc_OverflowError, "image width %zd is too large", w);
+  int itemsize = dtype_itemsize(dt), itemsize_log = (int)log2((double)itemsize);
+  if (itemsize_log < 1 || itemsize_log > 8) return PyErr_Format(PyExc_ValueError, "no image pitch for itemsize %d", itemsize);
+  long long imgw = w, imgh = h, pitchalign = imgh > 1 ? 11 - (long long)log2((double)imgh) : 6;
+  if (pitchalign < 6) pitchalign = 6;
+  long long align_up = 1;
+  if (pitchalign == 6) {
+    align_up = (8 / itemsize_log + 1) - floordiv(imgh, 32);
+    if (align_up < 1) align_up = 1;
+  } else if (pitchalign - itemsize_log - 2 >= 0) {
+    align_up = 1LL << (pitchalign - itemsize_log - 2);
+  } else {
+    return PyErr_Format(PyExc_ValueError, "no image pitch for itemsize %d", itemsize);
+  }
+  long long granularity = itemsize == 4 ? 128 : 256, np2 = next_power2_ll(imgw), ru = round_up_ll(imgw, granularity);
+  long long pitch_add = ((np2 < ru ? np2 : ru) - align_up + 1 <= imgw && imgw > granularity / 2) ? 1LL << pitchalign : 0;
+  return PyLong_FromLongLong(round_up_ll(imgw * 4 * itemsize, 1LL << pitchalign) + pitch_add);
+}
+
+static PyObject *get_shape(DType *self, void *c) { UNUSED(c); return Py_NewRef(self->shape); }
+static PyObject *get_pitch_field(DType *self, void *c) { UNUSED(c); return PyLong_FromSsize_t(self->pitch); }
+static PyObject *get_pitch(DType *self, void *c) { UNUSED(c); return image_pitch(self); }
+
+static PyGetSetDef ImageDType_getset[] = {
+  GETTER("shape", get_shape), GETTER("_pitch", get_pitch_field), GETTER("pitch", get_pitch), {NULL}
+};
+
+PyTypeObject ImageDType_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.ImageDType",
+  .tp_basicsize = sizeof(DType),
+  .tp_dealloc = (destructor)DType_dealloc,
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "ImageDType(priority, bitsize, name, fmt, count, _scalar, _base, addrspace, v, size=-1, shape=(), _pitch=-1): "
+            "an OpenCL/QCOM image, a pointer to float4 texels",
+  .tp_getset = ImageDType_getset,
+  .tp_base = &PtrDType_Type,
+  .tp_new = ImageDType_new,
+};
+
+/* dtypes.imagef(shp, pitch=-1) and dtypes.imageh(shp, pitch=-1) */
+static PyObject *py_image(PyObject *args, PyObject *kwds, bool half) {
+  static char *kwlist[] = {"shp", "pitch", NULL};
+  PyObject *shape;
+  Py_ssize_t pitch = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, half ? "O|n:imageh" : "O|n:imagef", kwlist, &shape, &pitch)) return NULL;
+  return Py_XNewRef((PyObject *)dtype_image(half, shape, pitch));
+}
+static PyObject *py_imagef(PyObject *m, PyObject *args, PyObject *kwds) { UNUSED(m); return py_image(args, kwds, false); }
+static PyObject *py_imageh(PyObject *m, PyObject *args, PyObject *kwds) { UNUSED(m); return py_image(args, kwds, true); }
 
 /* ---------------------------------------------------------------- Invalid */
 
@@ -751,6 +905,7 @@ DType *dtype_from_py(PyObject *x) { return from_py_rec(x, dtype_default_float(),
 
 DType *dtype_least_upper(DType *const *ds, Py_ssize_t n) {
   if (n == 0) { PyErr_SetString(PyExc_TypeError, "least_upper_dtype needs at least one dtype"); return NULL; }
+  for (Py_ssize_t i = 0; i < n; i++) if (dtype_is_image(ds[i])) return ds[i];   /* an image wins, as in tinygrad */
   uint32_t common = LATTICE_SET;
   for (Py_ssize_t i = 0; i < n; i++) {
     DType *s = dtype_scalar(ds[i]);
@@ -955,6 +1110,8 @@ static PyMethodDef dtypes_methods[] = {
   {"max", py_max, METH_O, "max(dtype): the largest value"},
   {"finfo", py_finfo, METH_O, "finfo(dtype): (exponent bits, mantissa bits)"},
   {"fields", py_fields, METH_NOARGS, "fields(): name -> dtype (DTYPES_DICT)"},
+  {"imagef", (PyCFunction)(void (*)(void))py_imagef, METH_VARARGS | METH_KEYWORDS, "imagef(shp, pitch=-1): a float32 image"},
+  {"imageh", (PyCFunction)(void (*)(void))py_imageh, METH_VARARGS | METH_KEYWORDS, "imageh(shp, pitch=-1): a float16 image"},
   {NULL}
 };
 
@@ -1136,7 +1293,8 @@ static int init_once(void) {
       !(str_default_int = PyUnicode_InternFromString("default_int")))
     return -1;
   if (make_addrspace() < 0) return -1;
-  if (PyType_Ready(&DType_Type) < 0 || PyType_Ready(&PtrDType_Type) < 0 || PyType_Ready(&InvalidType_Type) < 0)
+  if (PyType_Ready(&DType_Type) < 0 || PyType_Ready(&PtrDType_Type) < 0 || PyType_Ready(&ImageDType_Type) < 0 ||
+      PyType_Ready(&InvalidType_Type) < 0)
     return -1;
   if (!(Invalid = PyType_GenericAlloc(&InvalidType_Type, 0))) return -1;
   if (!(dcache = PyDict_New()) || make_scalars() < 0 || make_limits() < 0) return -1;
@@ -1168,6 +1326,7 @@ int tinyc_init_dtype(PyObject *m) {
   Py_DECREF(addrspace_cls);
   if (rc < 0 || tinyc_add(m, "DType", (PyObject *)&DType_Type) < 0 ||
       tinyc_add(m, "PtrDType", (PyObject *)&PtrDType_Type) < 0 ||
+      tinyc_add(m, "ImageDType", (PyObject *)&ImageDType_Type) < 0 ||
       tinyc_add(m, "InvalidType", (PyObject *)&InvalidType_Type) < 0 || tinyc_add(m, "Invalid", Invalid) < 0 ||
       tinyc_add(m, "dtypes", dtypes_class) < 0 || tinyc_add(m, "DTYPES_DICT", dtypes_dict) < 0 ||
       tinyc_add(m, "INVERSE_DTYPES_DICT", inverse_dict) < 0)

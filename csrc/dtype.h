@@ -38,6 +38,9 @@ typedef struct DType {
   AddrSpaceId addrspace;
   int v;                     /* pointer vector width */
   Py_ssize_t size;           /* -1 for unlimited */
+  /* ImageDType only (a PtrDType whose type is ImageDType_Type); NULL / -1 on every other dtype: */
+  PyObject *shape;           /* tuple of ints: the image's shape, (height, width, 4) */
+  Py_ssize_t pitch;          /* tinygrad's _pitch: -1 for the computed one */
 } DType;
 
 /* Note on `id`: it is DT_COUNT when scalar() is not one of the standard scalar dtypes: for every
@@ -46,6 +49,7 @@ typedef struct DType {
 
 extern PyTypeObject DType_Type;
 extern PyTypeObject PtrDType_Type;
+extern PyTypeObject ImageDType_Type;
 extern DType *scalar_dtypes[DT_COUNT];   /* borrowed, immortal */
 extern PyObject *Invalid;                /* the Invalid singleton (borrowed) */
 extern PyObject *addrspace_members[4];   /* AddrSpace enum members by AddrSpaceId (index 0 unused) */
@@ -58,6 +62,8 @@ static inline DType *dtype_scalar(DType *dt) { return dt->scalar_ ? dt->scalar_ 
 static inline int dtype_vcount(DType *dt) { return dt->is_ptr ? dt->v : dt->count; }
 static inline DType *dtype_base(DType *dt) { return dt->is_ptr ? dt->base : dt; }
 static inline int dtype_itemsize(DType *dt) { return (dt->bitsize + 7) / 8; }
+/* isinstance(dt, ImageDType) */
+static inline bool dtype_is_image(DType *dt) { return dt->shape != NULL; }
 
 bool dtype_is_float(DType *dt);
 bool dtype_is_int(DType *dt);      /* ints and index */
@@ -67,6 +73,10 @@ bool dtype_is_bool(DType *dt);
 /* Constructors; return borrowed interned dtypes, NULL with an exception set on error. */
 DType *dtype_vec(DType *dt, int sz);
 DType *dtype_ptr(DType *dt, Py_ssize_t size, AddrSpaceId addrspace);
+/* dtypes.imagef(shape, pitch) (half: dtypes.imageh); shape a tuple of ints */
+DType *dtype_image(bool half, PyObject *shape, Py_ssize_t pitch);
+/* *out = image dt's shape[i]: 0, or -1 with IndexError (no such dim) / TypeError (not an image) */
+int dtype_image_dim(DType *dt, Py_ssize_t i, Py_ssize_t *out);
 
 /* New references to Python numbers, as tinygrad's dtypes.min / dtypes.max. */
 PyObject *dtype_min(DType *dt);

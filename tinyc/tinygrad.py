@@ -19,9 +19,12 @@ from tinygrad.schedule.indexing import BufferizeOpts as TgBufferizeOpts
 __all__ = ["from_tinygrad", "to_tinygrad"]
 
 def _dtype_converter(src_dtypes, dst_dtypes, ptr_type, dst_addrspace, image_type=None):
-  """A function mapping a dtype of one side to the same dtype of the other, by name and shape."""
+  """A function mapping a dtype of one side to the same dtype of the other, by name and shape. (image_type is no longer
+  needed: an image dtype is a pointer dtype with a shape, on both sides.)"""
   def convert(dt):
-    if image_type is not None and isinstance(dt, image_type): raise NotImplementedError(f"image dtypes are not supported: {dt}")
+    if isinstance(dt, ptr_type) and hasattr(dt, "shape"):  # an ImageDType (of either side): remade by dtypes.imagef / imageh
+      ret = getattr(dst_dtypes, dt.name)(tuple(dt.shape), dt._pitch)
+      return ret.vec(dt.v) if dt.v != 1 else ret
     if isinstance(dt, ptr_type):
       ret = convert(dt.base).ptr(dt.size, dst_addrspace[dt.addrspace.name])
       return ret.vec(dt.v) if dt.v != 1 else ret

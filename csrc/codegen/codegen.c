@@ -161,9 +161,9 @@ static UOp *verify_kernel(UOp *sink) {
 }
 
 static UOp *apply_opts(UOp *sink, PyObject *ren) {
-  /* make_images is a no-op: it acts on QCOM/CL image buffers only, which tinyc has no renderer for */
-  UOp *ret = sink ? postrange_apply_opts(sink, ren) : NULL;
-  Py_XDECREF(sink);
+  UOp *images = sink ? postrange_make_images(sink, ren) : NULL;   /* image buffers first (IMAGE=1 on QCOM/CL) */
+  UOp *ret = images ? postrange_apply_opts(images, ren) : NULL;
+  Py_XDECREF(sink); Py_XDECREF(images);
   return ret;
 }
 

@@ -74,7 +74,7 @@ RULE(mark_range_mod, r, c) {
 /* ranges that index an image are never split */
 RULE(dont_sub_ranges_for_image, x) {
   if (x->nsrc < 1 || x->src[0]->nsrc < 1) return NULL;
-  if (strcmp(Py_TYPE(x->src[0]->src[0]->dtype)->tp_name, "ImageDType") != 0) return NULL;
+  if (!dtype_is_image(x->src[0]->src[0]->dtype)) return NULL;
   PyObject *rngs = keep(PyObject_GetAttrString((PyObject *)x->src[0], "ranges"));
   if (!rngs) return NULL;
   Py_ssize_t pos = 0; PyObject *k, *v;

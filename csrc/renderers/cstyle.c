@@ -1,6 +1,7 @@
 /* tinygrad/renderer/cstyle.py: CStyleLanguage, the one render loop every C-style backend shares, its string
  * rules (base_rewrite) and extra matchers (extra_pm, create_non_native_float_pats, pm_manual_bf16_cast), and the
- * backends: CStyleLanguage's own defaults, ClangRenderer and ClangJITRenderer.
+ * backends: CStyleLanguage's own defaults, ClangRenderer, ClangJITRenderer and OpenCLRenderer (with tinygrad's image
+ * rules: image2d_t arguments, read_imagef / write_imagef).
  *
  * A backend is data: a settings table (CStyleLanguageDef, one const struct per language) plus its extra matcher
  * and the few methods tinygrad gives it. A table becomes the class attributes of its Python type at init (one
@@ -152,6 +153,8 @@ static PyObject *cstyle_render_kernel(CStyleSettings *s, PyObject *self, PyObjec
                                       PyObject *uops, PyObject *prefix);
 static PyObject *clang_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
                                      PyObject *uops, PyObject *prefix);
+static PyObject *opencl_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                      PyObject *uops, PyObject *prefix);
 
 /* CStyleLanguage's own: what every C-style language starts from */
 static const OpCode cstyle_code_for_op[] = {
@@ -193,6 +196,23 @@ static const CStyleLanguageDef clang_language = {
   .extra_args = clang_extra_args, .float4 = "(float4)", .float4_style = {"{", "}"}, .gep_arr_threshold = 0,
   .type_map = clang_type_map, .infinity = "__builtin_inff()", .nan = "__builtin_nanf(\"\")", .code_for_op = clang_code_for_op,
   .string_rewrite = "base_rewrite", .extra_matcher = "clang_extra_matcher", .render_kernel = clang_render_kernel,
+};
+
+/* OpenCLRenderer: CStyleLanguage's code_for_op, OpenCL's work-item functions and type names */
+static const WorkitemCode opencl_workitems[] = {
+  {"g", "get_group_id(%S)"}, {"l", "get_local_id(%S)"}, {"i", "get_global_id(%S)"}, {NULL, NULL},
+};
+static const TypeName opencl_type_map[] = {
+  {DT_INT8, "char"}, {DT_UINT8, "uchar"}, {DT_UINT32, "uint"}, {DT_UINT16, "ushort"}, {DT_UINT64, "ulong"}, {DT_BFLOAT16, "ushort"},
+  {DT_VOID, NULL},
+};
+
+static const CStyleLanguageDef opencl_language = {
+  .kernel_typedef = "__kernel void", .buffer_prefix = "__global ", .buffer_suffix = "", .smem_align = "__attribute__ ((aligned (16))) ",
+  .smem_prefix = "__local ", .smem_prefix_for_cast = true, .arg_int_prefix = "const int", .barrier = "barrier(CLK_LOCAL_MEM_FENCE);",
+  .code_for_workitem = opencl_workitems, .extra_args = no_extra_args, .float4 = "(float4)", .float4_style = {"(", ")"},
+  .gep_arr_threshold = 4, .type_map = opencl_type_map, .infinity = "INFINITY", .nan = "NAN", .code_for_op = cstyle_code_for_op,
+  .string_rewrite = "opencl_string_rewrite", .extra_matcher = "opencl_extra_matcher", .render_kernel = opencl_render_kernel,
 };
 
 /* ================================================================================================
@@ -244,12 +264,13 @@ typedef struct { RendererObject base; CStyleSettings *settings; } CStyleObject;
 /* ctx is a CStyleLanguage: two compares for the native types' own instances, the renderers of the hot path */
 static inline bool is_cstyle(PyObject *ctx) {
   PyTypeObject *t = Py_TYPE(ctx);
-  return t == &ClangJITRenderer_Type || t == &ClangRenderer_Type || PyType_IsSubtype(t, &CStyleLanguage_Type);
+  return t == &ClangJITRenderer_Type || t == &ClangRenderer_Type || t == &OpenCLRenderer_Type || PyType_IsSubtype(t, &CStyleLanguage_Type);
 }
 
 /* the native types, each with its table and its class's settings (read at init from an instance with an empty __dict__) */
 static struct { PyTypeObject *type; const CStyleLanguageDef *def; CStyleSettings cls; } native_types[] = {
   {&CStyleLanguage_Type, &cstyle_language, {0}}, {&ClangRenderer_Type, &clang_language, {0}}, {&ClangJITRenderer_Type, &clang_language, {0}},
+  {&OpenCLRenderer_Type, &opencl_language, {0}},
 };
 
 static PyObject **setting_slot(CStyleSettings *s, int i) { return (PyObject **)((char *)s + SETTINGS[i].offset); }
@@ -477,8 +498,13 @@ static DType *ptr_dtype(UOp *x) {
 static PyObject *dtype_text(CStyleSettings *s, DType *dt);
 
 /* CStyleLanguage.render_dtype: "float", "float4" (type_map's name, spaces as "_", then the count), "float*" (with the buffer
- * or shared-memory prefix). tinyc has no ImageDType. New reference. */
-static PyObject *render_dtype(CStyleSettings *s, DType *dt) {
+ * or shared-memory prefix), an image as OpenCL's image2d_t, write_only where the kernel stores to it (mutable: NULL is True).
+ * New reference. */
+static PyObject *render_dtype_m(CStyleSettings *s, DType *dt, PyObject *mutable_) {
+  if (dtype_is_image(dt)) {
+    int m = mutable_ ? PyObject_IsTrue(mutable_) : 1;
+    return m < 0 ? NULL : PyUnicode_FromString(m ? "write_only image2d_t" : "read_only image2d_t");
+  }
   if (dt->is_ptr) {
     PyObject *prefix = dt->addrspace == ADDRSPACE_GLOBAL ? s->buffer_prefix
                      : dt->addrspace == ADDRSPACE_LOCAL && s->prefix_local_casts ? s->smem_prefix : str_empty;
@@ -499,7 +525,7 @@ static PyObject *render_dtype(CStyleSettings *s, DType *dt) {
 
 /* ctx.render_dtype(dt[, mutable]): the subclass's override when it has one, else tinyc's. Pooled. */
 static PyObject *dtype_text_m(CStyleSettings *s, DType *dt, PyObject *mutable_) {
-  if (!s->render_dtype) return pool_keep(render_dtype(s, dt));
+  if (!s->render_dtype) return pool_keep(render_dtype_m(s, dt, mutable_));
   PyObject *args[2] = {(PyObject *)dt, mutable_};
   return override_text(pool_keep(PyObject_Vectorcall(s->render_dtype, args, mutable_ ? 2 : 1, NULL)), "render_dtype");
 }
@@ -823,6 +849,43 @@ static const RuleDef base_rewrite_defs[] = {
   R("UPat((Ops.CUSTOM, Ops.CUSTOMI), name='x')", r_custom),
 };
 
+/* ---- OpenCLRenderer's string rules, tried before base_rewrite ---- */
+
+/* a bitcast is OpenCL's as_<type>() */
+RULE(r_cl_bitcast, x) {
+  CStyleSettings *s = rule_settings(ctx);
+  UOp *src = s ? src_of(x, 0) : NULL;
+  PyObject *to = src ? dtype_text(s, x->dtype) : NULL, *from = to ? dtype_text(s, src->dtype) : NULL;
+  return fmt3("as_%S((%S)(%S))", to, from, from ? text_of(ctx, src) : NULL);
+}
+/* bfloat16 is stored as ushort: a constant is the high 16 bits of its float32 bits, rounded to bfloat16 */
+RULE(r_cl_const_bf16, x) {
+  PyObject *rounded = pool_keep(dtype_truncate(DTYPE(BFLOAT16), x->arg));
+  double v = rounded ? PyFloat_AsDouble(rounded) : -1.0;
+  if (!rounded || (v == -1.0 && PyErr_Occurred())) return NULL;
+  float f = (float)v;
+  if (isinf(f) && !isinf(v)) return (UOp *)PyErr_Format(PyExc_OverflowError, "float too large to pack with f format");
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return TEXT(PyUnicode_FromFormat("%ldu", (long)(bits >> 16)));
+}
+/* image loads and stores, by texel (an int2 coordinate, a float4 value): read_imagef through the kernel's sampler */
+RULE(r_read_image_gated, gate, buf, idx, var) {
+  return fmt3("(%S?%S:%S)", text_of(ctx, gate), (PyObject *)fmt2("read_imagef(%S, smp, %S)", text_of(ctx, buf), text_of(ctx, idx)), text_of(ctx, var));
+}
+RULE(r_read_image, buf, idx) { return fmt2("read_imagef(%S, smp, %S)", text_of(ctx, buf), text_of(ctx, idx)); }
+RULE(r_write_image, buf, idx, var) { return fmt3("write_imagef(%S, %S, %S);", text_of(ctx, buf), text_of(ctx, idx), text_of(ctx, var)); }
+
+static const RuleDef opencl_rewrite_defs[] = {
+  R("UPat(Ops.BITCAST, name='x')", r_cl_bitcast),
+  R("UPat(Ops.CONST, dtypes.bfloat16, name='x')", r_cl_const_bf16),
+  R("UPat(Ops.LOAD, dtype=dtypes.float.vec(4), src=(UPat.var('buf').index(UPat.var('idx', dtypes.int.vec(2)), UPat.var('gate')), UPat.var('var')))",
+    r_read_image_gated),
+  R("UPat(Ops.LOAD, dtype=dtypes.float.vec(4), src=(UPat.var('buf').index(UPat.var('idx', dtypes.int.vec(2))),))", r_read_image),
+  R("UPat(Ops.STORE, src=(UPat.var('buf').index(UPat.var('idx', dtypes.int.vec(2)), allow_any_len=True), UPat.var('var', dtypes.float.vec(4))),"
+    " allow_any_len=True)", r_write_image),
+};
+
 /* ================================================================================================
  * the render loop (CStyleLanguage._render)
  * ================================================================================================ */
@@ -1115,14 +1178,28 @@ static PyObject *kernel_typedef_text(CStyleSettings *s, PyObject *uops) {
   return none ? pool_keep(PyObject_Call(format, none, kw)) : NULL;
 }
 
-/* CStyleLanguage.render_kernel: "<kernel_typedef> name(<args>) {\n<lines>\n}", after the prefix lines when there are any.
- * (The OpenCL sampler line it writes for image arguments never applies: tinyc has no ImageDType.) */
+/* OpenCL's sampler for read_imagef, declared first in a kernel that takes an image: "" when it takes none (-1 on error) */
+static const char *image_sampler(PyObject *bufs, int *err) {
+  PyObject *seq = pool_keep(PySequence_Fast(bufs, "bufs must be a sequence"));
+  *err = !seq;
+  for (Py_ssize_t i = 0; seq && i < PySequence_Fast_GET_SIZE(seq); i++) {
+    PyObject *buf = PySequence_Fast_GET_ITEM(seq, i), *entry = PyTuple_Check(buf) && PyTuple_GET_SIZE(buf) == 2 ? PyTuple_GET_ITEM(buf, 1) : NULL;
+    PyObject *dt = entry && PyTuple_Check(entry) && PyTuple_GET_SIZE(entry) == 2 ? PyTuple_GET_ITEM(entry, 0) : NULL;
+    if (dt && DType_Check(dt) && dtype_is_image((DType *)dt))
+      return "const sampler_t smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;\n";
+  }
+  return "";
+}
+
+/* CStyleLanguage.render_kernel: "<kernel_typedef> name(<args>) {\n<sampler><lines>\n}", after the prefix lines when there are any */
 static PyObject *cstyle_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
                                       PyObject *uops, PyObject *prefix) {
   UNUSED(self);
   Py_ssize_t mark = pool_mark();
-  PyObject *args = kernel_arguments(s, bufs), *type = args ? kernel_typedef_text(s, uops) : NULL, *body = type ? join_lines(kernel) : NULL;
-  PyObject *prg = body ? pool_keep(PyUnicode_FromFormat("%S %S(%S) {\n%S\n}", type, name, args, body)) : NULL;
+  int err;
+  const char *sampler = image_sampler(bufs, &err);
+  PyObject *args = !err ? kernel_arguments(s, bufs) : NULL, *type = args ? kernel_typedef_text(s, uops) : NULL, *body = type ? join_lines(kernel) : NULL;
+  PyObject *prg = body ? pool_keep(PyUnicode_FromFormat("%S %S(%S) {\n%s%S\n}", type, name, args, sampler, body)) : NULL;
   PyObject *ret = prg && prefix != Py_None ? (PyObject *)fmt2("%S\n%S", join_lines(prefix), prg) : prg;
   Py_XINCREF(ret);
   pool_release(mark);
@@ -1176,6 +1253,25 @@ static PyObject *entry_text(CStyleSettings *s, PyObject *self, PyObject *name, P
   PyObject *fn, *args[2] = {name, bufs};
   if (clang_override(s, self, M_RENDER_ENTRY, &fn) < 0) return NULL;
   return fn ? pool_keep(PyObject_Vectorcall(fn, args, 2, NULL)) : str_empty;
+}
+
+/* OpenCLRenderer.render_kernel: CStyleLanguage's, after the cl_khr_fp16 pragma when a uop's dtype (or pointee) is half */
+static PyObject *opencl_render_kernel(CStyleSettings *s, PyObject *self, PyObject *name, PyObject *kernel, PyObject *bufs,
+                                      PyObject *uops, PyObject *prefix) {
+  Py_ssize_t mark = pool_mark();
+  PyObject *seq = pool_keep(uop_sequence(uops)), *ret = NULL;
+  bool half = false;
+  for (Py_ssize_t i = 0; seq && !half && i < PySequence_Fast_GET_SIZE(seq); i++)
+    half = dtype_base(((UOp *)PySequence_Fast_GET_ITEM(seq, i))->dtype) == DTYPE(FLOAT16);
+  int has_prefix = seq && half ? PyObject_IsTrue(prefix) : 0;
+  PyObject *lines = seq && half && has_prefix >= 0 ? pool_keep(Py_BuildValue("[s]", "#pragma OPENCL EXTENSION cl_khr_fp16 : enable")) : NULL;
+  if (lines && has_prefix > 0) {   /* ["#pragma ..."] + prefix */
+    PyObject *rest = pool_keep(PySequence_List(prefix));
+    lines = rest ? pool_keep(PySequence_Concat(lines, rest)) : NULL;
+  }
+  if (seq && (!half || lines)) ret = cstyle_render_kernel(s, self, name, kernel, bufs, uops, half ? lines : prefix);
+  pool_release(mark);
+  return ret;
 }
 
 /* ClangRenderer.render_kernel: "<defines>\n<body>\n<entry>" */
@@ -1340,7 +1436,13 @@ static int init_matchers(void) {
   PatternMatcher *own = pm_from_defs(clang_extra_defs, N(clang_extra_defs)), *non_native = bf16 ? create_non_native_float_pats(bf16, true) : NULL;
   PatternMatcher *clang = own && non_native ? pm_concat(own, non_native) : NULL;
   Py_XDECREF(bf16); Py_XDECREF(own); Py_XDECREF(non_native);
-  return native_register("clang_extra_matcher", then(then(clang, "pm_manual_bf16_cast"), "extra_pm"));
+  if (native_register("clang_extra_matcher", then(then(clang, "pm_manual_bf16_cast"), "extra_pm")) < 0) return -1;
+  /* OpenCLRenderer: its string rules + base_rewrite; create_non_native_float_pats((dtypes.bfloat16,)) + pm_manual_bf16_cast + extra_pm */
+  PyObject *bf16_again = PyTuple_Pack(1, (PyObject *)DTYPE(BFLOAT16));
+  PatternMatcher *cl_non_native = bf16_again ? create_non_native_float_pats(bf16_again, true) : NULL;
+  Py_XDECREF(bf16_again);
+  if (native_register("opencl_extra_matcher", then(then(cl_non_native, "pm_manual_bf16_cast"), "extra_pm")) < 0) return -1;
+  return native_register("opencl_string_rewrite", then(pm_from_defs(opencl_rewrite_defs, N(opencl_rewrite_defs)), "base_rewrite"));
 }
 
 /* ================================================================================================
@@ -1402,9 +1504,13 @@ static PyObject *dtype_method(PyObject *self, PyObject *dt, PyObject *(*fn)(CSty
 
 static PyObject *CStyle_render_dtype(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"dt", "mutable", NULL};
-  PyObject *dt, *mutable_ = Py_True;   /* only images (none in tinyc) render by it */
+  PyObject *dt, *mutable_ = Py_True;   /* only images render by it */
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:render_dtype", kwlist, &dt, &mutable_)) return NULL;
-  return dtype_method(self, dt, render_dtype);
+  if (!DType_Check(dt)) return PyErr_Format(PyExc_TypeError, "a DType is needed, not %.100s", Py_TYPE(dt)->tp_name);
+  CStyleSettings tmp, *s = settings_acquire(self, &tmp);
+  PyObject *ret = s ? render_dtype_m(s, (DType *)dt, mutable_) : NULL;
+  settings_release(s, &tmp);
+  return ret;
 }
 
 static PyObject *CStyle_render_cast(PyObject *self, PyObject *args) {
@@ -1504,6 +1610,42 @@ PyTypeObject ClangJITRenderer_Type = {
   .tp_doc = "tinygrad's ClangJITRenderer: a ClangRenderer with a ClangCompiler",
   .tp_base = &ClangRenderer_Type,
   .tp_init = ClangJIT_init,
+  .tp_new = PyType_GenericNew,
+};
+
+static PyObject *OpenCL_render_kernel(PyObject *self, PyObject *args, PyObject *kw) {
+  return render_kernel_method(self, args, kw, "OOOO|O:render_kernel", render_kernel_kwlist, opencl_render_kernel);
+}
+
+/* aux(uops): (the dtypes of the DEFINE_GLOBALs, in order,): the runtime makes image objects of the image ones */
+static PyObject *OpenCL_aux(PyObject *self, PyObject *uops_in) {
+  UNUSED(self);
+  PyObject *uops = uop_sequence(uops_in), *dts = uops ? PyList_New(0) : NULL, *ret = NULL;
+  for (Py_ssize_t i = 0; dts && i < PySequence_Fast_GET_SIZE(uops); i++) {
+    UOp *u = (UOp *)PySequence_Fast_GET_ITEM(uops, i);
+    if (u->op == OP_DEFINE_GLOBAL && PyList_Append(dts, (PyObject *)u->dtype) < 0) Py_CLEAR(dts);
+  }
+  PyObject *t = dts ? PyList_AsTuple(dts) : NULL;
+  if (t) ret = PyTuple_Pack(1, t);
+  Py_XDECREF(t); Py_XDECREF(dts); Py_XDECREF(uops);
+  return ret;
+}
+
+static PyMethodDef OpenCL_methods[] = {
+  {"render_kernel", (PyCFunction)(void (*)(void))OpenCL_render_kernel, METH_VARARGS | METH_KEYWORDS,
+   "render_kernel(function_name, kernel, bufs, uops, prefix=None): CStyleLanguage's, with the fp16 pragma where half is used"},
+  {"aux", OpenCL_aux, METH_O, "aux(uops) -> (the DEFINE_GLOBALs' dtypes,)"},
+  {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject OpenCLRenderer_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.OpenCLRenderer",
+  .tp_basicsize = sizeof(CStyleObject),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_doc = "tinygrad's OpenCLRenderer: OpenCL C for the CL device, image buffers as image2d_t",
+  .tp_methods = OpenCL_methods,
+  .tp_base = &CStyleLanguage_Type,
   .tp_new = PyType_GenericNew,
 };
 
@@ -1640,15 +1782,21 @@ static PyMethodDef cstyle_functions[] = {
 
 int tinyc_init_cstyle(PyObject *m) {
   if (PyType_Ready(&NativeCode_Type) < 0 || init_names() < 0 || init_matchers() < 0) return -1;
-  if (PyType_Ready(&CStyleLanguage_Type) < 0 || PyType_Ready(&ClangRenderer_Type) < 0 || PyType_Ready(&ClangJITRenderer_Type) < 0) return -1;
+  if (PyType_Ready(&CStyleLanguage_Type) < 0 || PyType_Ready(&ClangRenderer_Type) < 0 || PyType_Ready(&ClangJITRenderer_Type) < 0 ||
+      PyType_Ready(&OpenCLRenderer_Type) < 0)
+    return -1;
   if (language_attrs(&CStyleLanguage_Type, &cstyle_language) < 0 || language_attrs(&ClangRenderer_Type, &clang_language) < 0 ||
-      clang_renderer_attrs(&ClangRenderer_Type) < 0)
+      clang_renderer_attrs(&ClangRenderer_Type) < 0 || language_attrs(&OpenCLRenderer_Type, &opencl_language) < 0 ||
+      renderer_set_attr(&OpenCLRenderer_Type, "device", PyUnicode_FromString("CL")) < 0 ||
+      renderer_set_attr(&OpenCLRenderer_Type, "has_aux", Py_NewRef(Py_True)) < 0)
     return -1;
   PyType_Modified(&CStyleLanguage_Type);
   PyType_Modified(&ClangRenderer_Type);
   PyType_Modified(&ClangJITRenderer_Type);
+  PyType_Modified(&OpenCLRenderer_Type);
   if (init_class_settings() < 0 || PyModule_AddFunctions(m, cstyle_functions) < 0) return -1;
   return tinyc_add(m, "CStyleLanguage", (PyObject *)&CStyleLanguage_Type) < 0 ||
     tinyc_add(m, "ClangRenderer", (PyObject *)&ClangRenderer_Type) < 0 ||
-    tinyc_add(m, "ClangJITRenderer", (PyObject *)&ClangJITRenderer_Type) < 0 ? -1 : 0;
+    tinyc_add(m, "ClangJITRenderer", (PyObject *)&ClangJITRenderer_Type) < 0 ||
+    tinyc_add(m, "OpenCLRenderer", (PyObject *)&OpenCLRenderer_Type) < 0 ? -1 : 0;
 }

@@ -36,6 +36,7 @@ PyObject *renderer_int_tuple3(long a, long b, long c);
 extern PyTypeObject CStyleLanguage_Type;
 extern PyTypeObject ClangRenderer_Type;
 extern PyTypeObject ClangJITRenderer_Type;
+extern PyTypeObject OpenCLRenderer_Type;
 
 /* llvmir.c: tinygrad's LLVMRenderer (after cstyle: its extra_matcher is built from cstyle's rule sets) */
 extern PyTypeObject LLVMRenderer_Type;

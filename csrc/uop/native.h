@@ -134,6 +134,8 @@ UOp *u_simplify(UOp *a);                          /* a.simplify() */
 UOp *u_substitute(UOp *a, PyObject *dvars);       /* a.substitute(dict) */
 /* symbolic.py's uop_given_valid(valid, uop, try_simplex): uop simplified where valid holds (borrowed, pooled) */
 UOp *uop_given_valid(UOp *valid, UOp *uop, bool simplex);
+/* symbolic.py's parse_valid(v): 1 with X <= c (*is_upper) or X >= c (c pooled), 0 when v is neither, -1 on error */
+int uop_parse_valid(UOp *v, UOp **X, bool *is_upper, PyObject **c);
 
 /* ---- numbers (Python ints/floats/bools, borrowed and pooled; NULL propagates) ---- */
 PyObject *vmin(UOp *u);

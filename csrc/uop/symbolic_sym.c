@@ -125,6 +125,13 @@ static int parse_valid(UOp *v, ParsedValid *out) {
   return 0;
 }
 
+int uop_parse_valid(UOp *v, UOp **X, bool *is_upper, PyObject **c) {
+  ParsedValid pv;
+  int rc = parse_valid(v, &pv);
+  if (rc == 1) *X = pv.expr, *is_upper = pv.is_upper, *c = pv.c;
+  return rc;
+}
+
 /* bounds[expr] = [lower, upper] (NULL for None), in first-seen order of expr */
 typedef struct { UOp *expr; PyObject *bound[2]; } ExprBounds;
 

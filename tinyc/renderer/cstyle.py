@@ -7,3 +7,6 @@ globals().update(rule_sets(__name__, ("base_rewrite", "extra_pm", "pm_manual_bf1
 
 __all__ = ["CStyleLanguage", "ClangRenderer", "ClangJITRenderer", "create_non_native_float_pats", "base_rewrite", "extra_pm",
            "pm_manual_bf16_cast"]
+
+from tinyc._C import OpenCLRenderer  # OpenCL C for the CL device, with tinygrad's image rules (image2d_t, read_imagef, write_imagef)
+__all__ += ["OpenCLRenderer"]

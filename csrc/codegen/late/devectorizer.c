@@ -1,6 +1,7 @@
 /* tinygrad/codegen/late/devectorizer.py's rule sets, native: pm_add_loads, load_store_folding,
- * correct_load_store (split_load_store), load_store_indexing, devectorize, pm_render, pm_reduce and ReduceContext.
- * tinyc has no ImageDType, so the image-only branches of tinygrad's functions (and image_fixup) are left out. */
+ * correct_load_store (split_load_store, image_fixup), load_store_indexing, devectorize, pm_render, pm_reduce and ReduceContext.
+ * Image buffers (ImageDType) load and store float4 texels at int2 coordinates: image_fixup turns an element index into one,
+ * and simplify_valid_load drops the conditions an image read needs no guard for (out-of-image reads give zero). */
 #include "../passes.h"
 #include "devectorizer.h"
 #include <structmember.h>
@@ -284,6 +285,8 @@ static int fold_lengths(PyObject *ctx, DType *bufdt, int *lengths, bool *must_di
   if (is_dsp) {
     for (int i = 0; i < 6; i++) lengths[n++] = dsp[i];
     *must_divide = false;
+  } else if (floaty && bufdt->addrspace != ADDRSPACE_REG && dtype_is_image(bufdt)) {
+    lengths[n++] = 4;   /* an image moves whole texels */
   } else if (floaty && bufdt->addrspace != ADDRSPACE_REG && ctx != Py_None) {
     int f4 = attr_truth(ctx, "supports_float4");
     if (f4 < 0) return -1;
@@ -330,18 +333,156 @@ end:
   return r;
 }
 
+/* ---- image_fixup ---- */
+
+/* the texel coordinate, index.vec(2), of element x of an image `width` texels wide: ((x//4) % width, x // (4*width)) */
+static UOp *texel_coord(UOp *x, DType *image) {
+  Py_ssize_t width;
+  if (dtype_image_dim(image, 1, &width) < 0) return NULL;
+  if (width > (1LL << 40) || width < -(1LL << 40)) return (UOp *)PyErr_Format(PyExc_OverflowError, "image width %zd is too large", width);
+  UOp *src[2] = {u_modi(u_idivi(x, 4), width), u_idivi(x, 4 * (long long)width)};
+  return u_new(OP_VECTORIZE, dtype_vec(DTYPE(INDEX), 2), src, 2, NULL);
+}
+
+/* idx (an INDEX into an image) with its element index turned into the texel coordinate, the valid kept; *x is the
+ * element index */
+static UOp *texel_index(UOp *idx, UOp **x) {
+  if (idx->nsrc < 2) return (UOp *)PyErr_Format(PyExc_IndexError, "tuple index out of range");
+  *x = u_get_idx(idx->src[1]);
+  UOp *src[2] = {idx->src[0], u_valid(texel_coord(*x, idx->src[0]->dtype), u_get_valid(idx->src[1]))};
+  return u_replace_src(idx, src, 2);
+}
+
+/* a load of one element of a texel: the texel's float4 loaded, the lane x % 4 selected (nan where x % 4 may be negative) */
+static UOp *unfoldable_image_load(UOp *ls, UOp *idx, UOp *x) {
+  UOp *vec_load = with_src(ls, 0, idx, dtype_vec(ls->dtype, 4)), *lane = u_modi(x, 4);
+  PyObject *lo, *hi;
+  if (!vec_load || !lane || uop_min_max(lane, &lo, &hi) < 0) return NULL;
+  long vmin = PyLong_AsLong(lo), vmax = vmin == -1 && PyErr_Occurred() ? 0 : PyLong_AsLong(hi);
+  if (PyErr_Occurred()) return NULL;
+  UOp *acc = vmin >= 0 ? u_gep(vec_load, n_int(vmin)) : u_const_like(ls, pool_keep(PyFloat_FromDouble(NAN)));
+  for (long i = vmin >= 0 ? vmin + 1 : 0; i < (vmin >= 0 ? vmax + 1 : 4); i++)
+    acc = u_where(u_binop(OP_CMPNE, lane, n_int(i)), acc, u_gep(vec_load, n_int(i)));
+  return acc;
+}
+
+/* an image LOAD/STORE: through expand_index's float4 CAST it reads/writes a texel; an uncasted load (unfoldable) reads
+ * the texel and picks the lane; an uncasted store cannot be done */
+RULE(image_fixup, ls) {
+  if (!ls->nsrc) return (UOp *)PyErr_Format(PyExc_IndexError, "tuple index out of range");
+  UOp *p = ls->src[0], *x = NULL;
+  if (p->op == OP_CAST && p->nsrc >= 1 && dtype_is_image(p->src[0]->dtype)) {
+    if (p->dtype->count != 4) return (UOp *)PyErr_Format(PyExc_AssertionError, "image must be casted to 4");
+    return with_src(ls, 0, texel_index(p->src[0], &x), ls->dtype);
+  }
+  if (!dtype_is_image(p->dtype)) return NULL;
+  if (p->nsrc < 2) return (UOp *)PyErr_Format(PyExc_IndexError, "tuple index out of range");
+  UOp *cur = u_get_idx(p->src[1]);
+  if (!cur || cur->dtype == dtype_vec(DTYPE(INDEX), 2)) return NULL;
+  if (ls->op != OP_LOAD) return (UOp *)PyErr_Format(PyExc_AssertionError, "if an image store isn't upcasted to 4, we can't store it");
+  UOp *idx = texel_index(p, &x);
+  return idx ? unfoldable_image_load(ls, idx, x) : NULL;
+}
+
 static const RuleDef correct_load_store_defs[] = {
   R("UPat((Ops.LOAD, Ops.STORE), src=(UPat(Ops.INDEX, name='idx').cast(),), name='ls', allow_any_len=True)", split_load_store),
+  R("UPat((Ops.LOAD, Ops.STORE), name='ls')", image_fixup),
 };
 
 /* ---- load_store_indexing ---- */
 
-/* simplify_valid_load: the index simplified where its valid holds (tinyc has no image buffers, so
- * only the plain-buffer branch of tinygrad's function exists here) */
+/* i.is_increasing(): 1, 0 or -1 */
+static int is_increasing(UOp *i) {
+  PyObject *r = pool_keep(PyObject_CallMethod((PyObject *)i, "is_increasing", NULL));
+  return r ? PyObject_IsTrue(r) : -1;
+}
+
+/* for X0 + X1 + ... >= 1 (X's terms irreducible, from 0): is the read out of the image when every term is 0 */
+static int out_when_terms_zero(UOp *idx, UOp *X) {
+  PtrVec terms = {0};
+  int ret = uop_split_uop(X, OP_ADD, &terms) < 0 ? -1 : 1;
+  for (Py_ssize_t k = 0; ret == 1 && k < terms.len; k++) {
+    UOp *u = terms.items[k];
+    ret = IN_GROUP(u->op, Irreducible) ? n_eqi(vmin(u), 0) : 0;
+  }
+  UOp *test = idx;
+  for (Py_ssize_t k = 0; ret == 1 && k < terms.len; k++) {
+    UOp *u = terms.items[k];
+    PyObject *sub = pool_keep(PyDict_New());
+    if (!sub || PyDict_SetItem(sub, (PyObject *)u, (PyObject *)u_const_likei(u, 0)) < 0) ret = -1;
+    else if (!(test = u_substitute(test, sub))) ret = -1;
+  }
+  if (ret == 1) {
+    UOp *g0 = u_gep(test, n_int(0)), *g1 = g0 ? u_gep(test, n_int(1)) : NULL;
+    ret = g1 ? n_lti(vmax(g0), 0) : -1;
+    if (ret == 0) ret = n_lti(vmax(g1), 0);
+  }
+  ptrvec_free(&terms);
+  return ret;
+}
+
+/* X <= c (or X >= c): is the read out of the image when X is c+1 (c-1), in a coordinate that increases with X */
+static int out_past_bound(UOp *idx, DType *image, UOp *X, bool is_upper, PyObject *c) {
+  Py_ssize_t bounds[2];
+  if (dtype_image_dim(image, 1, &bounds[0]) < 0 || dtype_image_dim(image, 0, &bounds[1]) < 0) return -1;
+  UOp *test_value = u_const_like(X, is_upper ? n_add(c, n_int(1)) : n_sub(c, n_int(1)));
+  for (int k = 0; k < 2 && k < (int)idx->nsrc; k++) {
+    UOp *i = idx->src[k];
+    int inc = is_increasing(i);
+    if (inc <= 0) { if (inc < 0) return -1; continue; }
+    PyObject *sub = pool_keep(PyDict_New());
+    if (!sub || !test_value || PyDict_SetItem(sub, (PyObject *)X, (PyObject *)test_value) < 0) return -1;
+    UOp *rw = u_substitute(i, sub);
+    if (!rw) return -1;
+    int below = n_lti(vmin(rw), bounds[k]), out = below < 0 ? -1 : !below;   /* rw.vmin >= bound */
+    if (out == 0) out = n_lti(vmax(rw), 0);
+    if (out) return out;
+  }
+  return 0;
+}
+
+/* image reads outside the image give zero, so a valid whose failing means an out-of-image coordinate needs no guard:
+ * the statements of the valid (stmts) that can go, in a new list (pooled) */
+static PyObject *droppable_stmts(UOp *idx, DType *image, PtrVec *stmts) {
+  PyObject *drop = pool_keep(PyList_New(0));
+  for (Py_ssize_t k = 0; drop && k < stmts->len; k++) {
+    UOp *stmt = stmts->items[k], *X;
+    bool is_upper;
+    PyObject *c;
+    int parsed = uop_parse_valid(stmt, &X, &is_upper, &c), out = 0;
+    if (parsed < 0) return NULL;
+    if (!parsed) continue;
+    if (!is_upper) {
+      int one = n_eqi(c, 1);
+      if (one < 0) return NULL;
+      if (one && (out = out_when_terms_zero(idx, X)) < 0) return NULL;
+    }
+    if (!out && (out = out_past_bound(idx, image, X, is_upper, c)) < 0) return NULL;
+    if (out && PyList_Append(drop, (PyObject *)stmt) < 0) return NULL;
+  }
+  return drop;
+}
+
+/* simplify_valid_load: the index simplified where its valid holds; for an image (once its index is a texel coordinate),
+ * also the valid's statements dropped that only keep the read inside the image */
 static UOp *simplify_valid_load(UOp *buf, UOp *start_idx, UOp *valid) {
   UOp *idx = uop_given_valid(valid, start_idx, true);
-  if (!idx || idx == start_idx) return NULL;
-  return index_ptr(buf, u_valid(idx, valid));
+  if (!idx) return NULL;
+  if (!dtype_is_image(buf->dtype)) return idx == start_idx ? NULL : index_ptr(buf, u_valid(idx, valid));
+  if (start_idx->dtype->count != 2) return NULL;   /* not image indexed yet */
+  PtrVec stmts = {0};
+  PyObject *drop = uop_split_uop(valid, OP_AND, &stmts) < 0 ? NULL : droppable_stmts(idx, buf->dtype, &stmts);
+  UOp *ret = NULL, *new_valid = NULL;
+  if (!drop || (!PyList_GET_SIZE(drop) && idx == start_idx)) goto end;
+  for (Py_ssize_t k = 0; k < stmts.len; k++) {
+    int dropped = PySequence_Contains(drop, (PyObject *)stmts.items[k]);
+    if (dropped < 0) goto end;
+    if (!dropped) new_valid = new_valid ? u_and(new_valid, stmts.items[k]) : stmts.items[k];
+  }
+  ret = index_ptr(buf, new_valid ? u_valid(idx, new_valid) : idx);
+end:
+  ptrvec_free(&stmts);
+  return ret;
 }
 RULE(simplify_gated_index, buf, x, cond) { return simplify_valid_load(buf, x, cond); }
 /* after the index is lowered to int64, the gate is the INDEX's third source */

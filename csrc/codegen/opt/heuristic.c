@@ -666,6 +666,63 @@ static int threads(PyObject *k) {
   return ret;
 }
 
+/* ---- float4 images ---- */
+
+/* the axis of the first unit-stride range of an image buffer's index whose size is a multiple of 4 (a term of the
+ * index's sum): 1 with *axis, 0 when there is none */
+static int image_unit_stride_axis(PyObject *k, PyObject *buf, Py_ssize_t *axis) {
+  UOp *s1 = src_at(buf, 1), *idx = s1 ? uop_get_idx(s1) : NULL;
+  PtrVec terms = {0};
+  int ret = idx && uop_split_uop(idx, OP_ADD, &terms) == 0 ? 0 : -1;
+  for (Py_ssize_t i = 0; ret == 0 && i < terms.len; i++) {
+    UOp *c = terms.items[i];
+    PyObject *lo, *hi;
+    if (c->op != OP_RANGE) continue;
+    if (uop_min_max(c, &lo, &hi) < 0) { ret = -1; break; }
+    PyObject *one = PyLong_FromLong(1), *size = one ? PyNumber_Add(hi, one) : NULL;   /* the range's size */
+    int mul4 = size ? mod_zero(size, 4) : -1;
+    Py_XDECREF(one); Py_XDECREF(size);
+    if (mul4 < 0) { ret = -1; break; }
+    if (mul4 && (*axis = rng_index(k, (PyObject *)c)) >= 0) ret = 1;
+    else if (mul4) ret = -1;
+  }
+  ptrvec_free(&terms);
+  Py_XDECREF(idx);
+  return ret;
+}
+
+/* list.index(v) for a list of ints, -1 when v is not in it (no exception) */
+static Py_ssize_t int_position(PyObject *list, Py_ssize_t v) {
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+    if (PyLong_AsSsize_t(PyList_GET_ITEM(list, i)) == v) return i;
+  return -1;
+}
+
+/* image buffers load and store float4 texels: upcast (or else unroll) by 4 the axis that walks one, before any local */
+static int upcast_images(PyObject *k) {
+  PyObject *bufs = scheduler_bufs(k);
+  int ret = bufs ? 0 : -1;
+  for (Py_ssize_t i = 0; ret == 0 && i < PyList_GET_SIZE(bufs); i++) {
+    UOp *b = src_at(PyList_GET_ITEM(bufs, i), 0);
+    if (!b) { ret = -1; break; }
+    if (!dtype_is_image(b->dtype)) continue;
+    PyObject *now = scheduler_bufs(k), *cur = now ? item(now, i) : NULL;   /* the opts so far changed the kernel's buffers */
+    Py_ssize_t axis = 0;
+    int found = cur ? image_unit_stride_axis(k, cur, &axis) : -1;
+    Py_XDECREF(now);
+    if (found <= 0) { ret = found; continue; }
+    PyObject *up = scheduler_int_dims(k, AXIS_BIT(GLOBAL) | AXIS_BIT(LOCAL) | AXIS_BIT(LOOP));
+    PyObject *un = up ? scheduler_int_dims(k, AXIS_BIT(GROUP_REDUCE) | AXIS_BIT(REDUCE)) : NULL;
+    Py_ssize_t pos = un ? int_position(un, axis) : -1;
+    if (!un) ret = -1;
+    else if (int_position(up, axis) >= 0) ret = apply_ll(k, OPTOPS_UPCAST, axis, 4);
+    else if (pos >= 0) ret = apply_ll(k, OPTOPS_UNROLL, pos, 4);
+    Py_XDECREF(up); Py_XDECREF(un);
+  }
+  Py_XDECREF(bufs);
+  return ret;
+}
+
 /* ---- hand_coded_optimizations ---- */
 
 PyObject *hand_coded_optimizations(PyObject *k0) {
@@ -675,7 +732,7 @@ PyObject *hand_coded_optimizations(PyObject *k0) {
   if (tc) return tc < 0 ? NULL : tk;
   PyObject *k = scheduler_copy(k0);   /* the input is not changed */
   if (!k) return NULL;
-  /* tinygrad upcasts float4 image buffers here, before any local; tinyc has no ImageDType, so there are none */
+  if (upcast_images(k) < 0) goto fail;
   int mv = matvec(k);
   if (mv) { if (mv > 0) return k; goto fail; }
   if (grouptop(k) < 0) goto fail;

@@ -1717,18 +1717,77 @@ static PyObject *py_apply_opts(PyObject *mod, PyObject *args) {
   return (PyObject *)postrange_apply_opts((UOp *)ast, ren);
 }
 
-/* tinygrad's make_images turns float buffers into image buffers only when IMAGE=1 and the device is QCOM or CL;
- * tinyc has neither device (nor image dtypes), so the kernel always comes back unchanged. */
+/* ---- make_images: with IMAGE=1 on a QCOM or CL renderer, small float buffers become one-row float4 images ---- */
+
+static long image_mode;   /* tinygrad's IMAGE, read once at import as the other ContextVars here */
+static PatternMatcher *make_image_pm, *undo_image_store_pm;   /* borrowed: the registry keeps them */
+
+/* a float buffer under 65536 elements of a multiple of 64 bytes becomes imagef((1, size//4, 4), nbytes); ctx (arg ->
+ * dtype) keeps what it was */
+RULE(make_image, dg) {
+  DType *dt = dg->dtype;
+  if (!dt->is_ptr || dt->base != DTYPE(FLOAT32) || dtype_is_image(dt) || dt->size >= 65536) return NULL;
+  if (dt->size == -1) return (UOp *)PyErr_Format(PyExc_RuntimeError, "can't get nbytes of a pointer with unlimited size");
+  long long nbytes = (long long)dt->size * dtype_itemsize(dt), width = dt->size >= 0 ? dt->size / 4 : -((3 - dt->size) / 4);
+  if (((nbytes % 64) + 64) % 64 != 0) return NULL;
+  PyObject *shape = pool_keep(Py_BuildValue("(iLi)", 1, width, 4));
+  DType *image = shape ? dtype_image(false, shape, (Py_ssize_t)nbytes) : NULL;
+  if (!image || PyDict_SetItem(ctx, dg->arg, (PyObject *)dt) < 0) return NULL;
+  return KEEP(uop_new(dg->op, image, dg->src, dg->nsrc, dg->arg, uop_tag(dg)));
+}
+
+/* a store to a made image whose index walks no range of a multiple of 4 cannot write whole texels: it stores to the
+ * buffer as it was */
+RULE(undo_image_store, st, idx, dg) {
+  PyObject *was = PyDict_GetItemWithError(ctx, dg->arg);
+  if (!was) return NULL;
+  UOp *i = idx->nsrc >= 2 ? u_get_idx(idx->src[1]) : NULL;
+  PtrVec terms = {0};
+  int walks = i && uop_split_uop(i, OP_ADD, &terms) == 0 ? 0 : -1;
+  for (Py_ssize_t k = 0; walks == 0 && k < terms.len; k++) {
+    UOp *c = terms.items[k];
+    if (c->op == OP_RANGE) walks = n_eqi(n_mod(n_add(vmax(c), n_int(1)), n_int(4)), 0);
+  }
+  ptrvec_free(&terms);
+  if (walks) return NULL;   /* an error stays set for the engine */
+  UOp *buf = KEEP(uop_new(dg->op, (DType *)was, dg->src, dg->nsrc, dg->arg, uop_tag(dg)));
+  UOp *isrc[2] = {buf, idx->src[1]}, *new_idx = u_replace_src(idx, isrc, 2), *ssrc[2] = {new_idx, st->src[1]};
+  return u_replace_src(st, ssrc, 2);
+}
+
+static const RuleDef make_image_defs[] = {R("UPat(Ops.DEFINE_GLOBAL, name='dg')", make_image)};
+static const RuleDef undo_image_store_defs[] = {
+  R("UPat(Ops.DEFINE_GLOBAL, name='dg').index(UPat(), name='idx').store(UPat(), name='st')", undo_image_store),
+};
+
+/* ren.device is one of tinygrad's image devices: 1, 0 or -1 */
+static int image_device(PyObject *ren) {
+  PyObject *dev = PyObject_GetAttrString(ren, "device");
+  int ret = !dev ? -1 : PyUnicode_Check(dev) && (PyUnicode_CompareWithASCIIString(dev, "QCOM") == 0 || PyUnicode_CompareWithASCIIString(dev, "CL") == 0);
+  Py_XDECREF(dev);
+  return ret;
+}
+
+UOp *postrange_make_images(UOp *ast, PyObject *ren) {
+  int on = image_mode == 1 ? image_device(ren) : 0;
+  if (on <= 0) return on < 0 ? NULL : (UOp *)Py_NewRef(ast);
+  PyObject *dg_types = PyDict_New();
+  UOp *made = dg_types ? graph_rewrite(ast, make_image_pm, dg_types, false, NULL) : NULL;
+  UOp *ret = made ? graph_rewrite(made, undo_image_store_pm, dg_types, false, NULL) : NULL;
+  Py_XDECREF(made); Py_XDECREF(dg_types);
+  return ret;
+}
+
 static PyObject *py_make_images(PyObject *mod, PyObject *args) {
   UNUSED(mod);
   PyObject *ast, *ren;
   if (!PyArg_ParseTuple(args, "O!O:make_images", &UOp_Type, &ast, &ren)) return NULL;
-  return Py_NewRef(ast);
+  return (PyObject *)postrange_make_images((UOp *)ast, ren);
 }
 
 static PyMethodDef postrange_functions[] = {
   {"apply_opts", py_apply_opts, METH_VARARGS, "apply_opts(ast, ren): the kernel with its opts applied (opts_to_apply, else BEAM, else the heuristics unless NOOPT) and named"},
-  {"make_images", py_make_images, METH_VARARGS, "make_images(ast, ren): ast (no image devices in tinyc)"},
+  {"make_images", py_make_images, METH_VARARGS, "make_images(ast, ren): with IMAGE=1 on QCOM/CL, small float buffers as float4 images"},
   {NULL, NULL, 0, NULL}
 };
 
@@ -1766,6 +1825,9 @@ int tinyc_init_postrange(PyObject *m) {
       !(axis_to_pos = axis_dict(pos_axes, NULL, 10, true, pos)) || !(kernel_cnt = PyDict_New())) return -1;
   if (ctxvar_int("ALLOW_TF32", &allow_tf32) < 0) return -1;
   if (ctxvar_int("NOOPT", &noopt_level) < 0) return -1;
+  if (ctxvar_int("IMAGE", &image_mode) < 0) return -1;
+  if (native_register("make_image", make_image_pm = pm_from_defs(make_image_defs, N(make_image_defs))) < 0 ||
+      native_register("undo_image_store", undo_image_store_pm = pm_from_defs(undo_image_store_defs, N(undo_image_store_defs))) < 0) return -1;
   if (ctxvar_int("BEAM", &beam_amount) < 0) return -1;
   for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
   if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||

@@ -8,6 +8,9 @@
  * has them, else BEAM's search when BEAM>=1, else the hand-coded heuristics unless NOOPT) and its name given.
  * ren is a renderer object whose attributes (has_local, shared_max, ...) are read. New reference. */
 UOp *postrange_apply_opts(UOp *ast, PyObject *ren);
+/* tinygrad's make_images(ast, ren): with IMAGE=1 and a QCOM/CL renderer, the small float buffers made float4 images (and
+ * the stores that cannot write whole texels put back). New reference. */
+UOp *postrange_make_images(UOp *ast, PyObject *ren);
 
 /* The Scheduler for C callers (heuristic.c, search): k must be a tinyc.Scheduler (TypeError otherwise).
  * The same functions its Python methods and properties call; new references unless said, NULL on error. */

@@ -159,7 +159,7 @@ class _State:
     self.routes: dict[int, tuple[Any, _Route|None]] = {}   # id(tinygrad renderer) -> (the renderer, its route)
     self.saved: list[tuple[Any, str, Any]] = []            # (module, name, tinygrad's object) that install() replaced
     self.local = threading.local()                         # .ahead: the running schedule's kernels built ahead
-    self.routed, self.fallback, self.seconds = 0, {}, 0.0
+    self.routed, self.fallback, self.seconds, self.split = 0, {}, 0.0, {"codegen": 0.0, "compile_wait": 0.0}
     self.following = False
 _S = _State()
 
@@ -201,10 +201,18 @@ class _Built:
   job: int = -1
   lib: bytes|None = None
 
+@contextlib.contextmanager
+def _timed(part: str):
+  st = time.perf_counter()
+  try: yield
+  finally:
+    with _S.lock: _S.split[part] += time.perf_counter() - st
+
 def _codegen(ast, route: _Route, opts) -> _Built:
-  tc_opts = None if opts is None else [_to_tc_arg(o) for o in opts]
-  prg = tinyc.codegen.program_uop(from_tinygrad(ast), route.renderer, tc_opts)
-  return _Built(prg, prg.src[3].arg, route)
+  with _timed("codegen"):
+    tc_opts = None if opts is None else [_to_tc_arg(o) for o in opts]
+    prg = tinyc.codegen.program_uop(from_tinygrad(ast), route.renderer, tc_opts)
+    return _Built(prg, prg.src[3].arg, route)
 
 def _cached_lib(b: _Built) -> bytes|None:
   return _tg_diskcache_get(b.route.cachekey, b.src) if b.route.cachekey is not None else None
@@ -219,12 +227,12 @@ def _start_compile(b: _Built, pool) -> _Built:
 def _finish_compile(b: _Built) -> bytes|None:
   if b.route.compiler is None or b.lib is not None: return b.lib
   if _tg_getenv("ASSERT_COMPILE"): raise AssertionError(f"tried to compile with ASSERT_COMPILE set\n{b.src}")
-  lib = b.pool.result(b.job) if b.pool is not None else b.route.compiler.compile_cached(b.src)
+  with _timed("compile_wait"): lib = b.pool.result(b.job) if b.pool is not None else b.route.compiler.compile_cached(b.src)
   if b.route.cachekey is not None: _tg_diskcache_put(b.route.cachekey, b.src, lib)
   return lib
 
 def _spec(b: _Built) -> TgProgramSpec:
-  spec = TgProgramSpec.from_uop(to_tinygrad(b.prg))
+  with _timed("codegen"): spec = TgProgramSpec.from_uop(to_tinygrad(b.prg))
   lib = _finish_compile(b)
   return spec if lib is None else dataclasses.replace(spec, lib=lib)
 
@@ -325,8 +333,10 @@ def installed():
     if not was: uninstall()
 
 def stats() -> dict:
-  """routed: kernels tinyc built; fallback: reason -> kernels tinygrad built; seconds: time spent in tinyc."""
-  with _S.lock: return {"routed": _S.routed, "fallback": dict(_S.fallback), "seconds": _S.seconds}
+  """routed: kernels tinyc built; fallback: reason -> kernels tinygrad built; seconds: time spent in tinyc, of which
+  codegen (AST conversion both ways and tinyc's get_program up to the source) and compile_wait (the calling thread
+  waiting for compiles: the rest of the compiling overlapped codegen on the pool's threads)."""
+  with _S.lock: return {"routed": _S.routed, "fallback": dict(_S.fallback), "seconds": _S.seconds, **_S.split}
 
 def reset_stats():
-  with _S.lock: _S.routed, _S.fallback, _S.seconds = 0, {}, 0.0
+  with _S.lock: _S.routed, _S.fallback, _S.seconds, _S.split = 0, {}, 0.0, dict.fromkeys(_S.split, 0.0)

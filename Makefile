@@ -28,10 +28,12 @@ BEAM_ASAN_TESTS := $(addprefix tests/test_search.py::,test_get_kernel_actions_ar
 LLVM_ASAN_TESTS := $(addprefix tests/test_llvm.py::,test_two_threads_compile_the_bytes_of_serial test_a_failing_thread_does_not_disturb_another \
   test_bad_ir_raises_compile_error_with_llvms_message test_truncated_or_garbage_object_raises_on_load test_malformed_uops_raise_never_crash \
   test_renderer_settings_are_tinygrads test_compiling_and_loading_leaves_memory_flat)
+# the bridge's CompilePool (search.c's compile threads for Python): its bad input, errors, and a pool dropped with jobs queued
+BRIDGE_ASAN_TESTS := $(addprefix tests/test_bridge.py::,test_compile_pool_gives_the_serial_libs test_compile_pool_bad_input)
 # the part of the suite make test runs again on the sanitizer build: the fuzzers (an eighth of their cases) and the
 # tests of memory, reference counts, faults and threads, rewriting, rendering and the runtime
 ASAN_TESTS := tests/test_fuzz.py tests/test_reliability.py tests/test_memory.py tests/test_uop.py tests/test_rewrite.py \
-  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS)
+  tests/test_cstyle.py tests/test_runtime.py tests/test_program_spec.py tests/test_expander.py $(BEAM_ASAN_TESTS) $(LLVM_ASAN_TESTS) $(BRIDGE_ASAN_TESTS)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

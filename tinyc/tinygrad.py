@@ -3,6 +3,7 @@
 from_tinygrad(u) builds the tinyc graph of a tinygrad UOp; to_tinygrad(u) the reverse. Both keep sharing
 (a node used twice is converted once) and walk iteratively, so deep graphs convert. Because both sides
 hash-cons their nodes, a round trip returns the very object it started from.
+install() routes tinygrad's get_program through tinyc (see "The bridge" below).
 This is the only module of tinyc that imports tinygrad.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tinygrad.dtype import dtypes as tg_dtypes, Invalid as TgInvalid
 from tinygrad.codegen.opt import Opt as TgOpt, OptOps as TgOptOps
 from tinygrad.schedule.indexing import BufferizeOpts as TgBufferizeOpts
 
-__all__ = ["from_tinygrad", "to_tinygrad"]
+__all__ = ["from_tinygrad", "to_tinygrad", "install", "uninstall", "installed", "stats", "reset_stats"]
 
 def _dtype_converter(src_dtypes, dst_dtypes, ptr_type, dst_addrspace, image_type=None):
   """A function mapping a dtype of one side to the same dtype of the other, by name and shape. (image_type is no longer
@@ -85,3 +86,260 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
   """The tinygrad graph equal to tinyc UOp u."""
   if not isinstance(u, tinyc.UOp): raise TypeError(f"to_tinygrad needs a tinyc UOp, got {type(u).__name__}")
   return _convert_graph(u, TgUOp, _to_tg_dtype, _to_tg_arg, TgOps)
+
+
+# ================================================================================================
+# The bridge: tinygrad's get_program built by tinyc
+# ================================================================================================
+#
+# install() puts _routed_get_program where tinygrad's modules bound get_program (tinygrad.codegen, engine.realize,
+# codegen.opt.search) and _routed_run_schedule where they bound run_schedule (engine.realize, tensor). A kernel for a
+# renderer tinyc has goes: tinygrad AST -> from_tinygrad -> tinyc's program_uop (opts, heuristics or BEAM as the AST
+# and environment ask) -> to_tinygrad -> tinygrad's own ProgramSpec.from_uop, so every field is computed as tinygrad
+# computes it. The lib is what tinygrad's runtime loads: for ClangJIT the bytes of the tinygrad renderer's own compiler
+# (run on tinyc's native compile threads); for LLVM tinyc's in-process LLVM object through tinygrad's jit_loader, as
+# tinygrad's CPULLVMCompiler returns it. Anything else, or a kernel tinyc raises on, goes to tinygrad's get_program.
+#
+# Compile ahead: run_schedule's list is known before it runs, so the bridge generates code for its kernels that the
+# method cache lacks (in the calling thread: codegen makes UOps) and queues their compiles on a CompilePool (search.c's
+# BEAM pool); get_program, reached in tinygrad's order through tinygrad's get_runner, takes the finished program.
+import contextlib, dataclasses, os, sys, threading, time
+import tinygrad.codegen as _tg_codegen
+import tinygrad.engine.realize as _tg_realize
+from tinygrad.renderer import ProgramSpec as TgProgramSpec
+from tinygrad.renderer.cstyle import ClangRenderer as TgClangRenderer, ClangJITRenderer as TgClangJITRenderer
+from tinygrad.renderer.llvmir import LLVMRenderer as TgLLVMRenderer
+from tinygrad.helpers import DEBUG as _TG_DEBUG, BEAM as _TG_BEAM, NOOPT as _TG_NOOPT, DEVECTORIZE as _TG_DEVECTORIZE, getenv as _tg_getenv
+from tinygrad.helpers import diskcache_get as _tg_diskcache_get, diskcache_put as _tg_diskcache_put
+from tinygrad.device import Device as _TgDevice
+import tinyc.codegen
+
+_tg_get_program = _tg_codegen.get_program
+_tg_run_schedule = _tg_realize.run_schedule
+
+# the settings tinyc read at import (its ContextVars read the environment once): a tinygrad Context() that changes one
+# of them makes tinyc's program differ, so such a kernel falls back unless tinyc.helpers.follow_tinygrad keeps them equal
+_TC_CONTEXT = {k: int(os.environ.get(k) or d) for k, d in (("BEAM", 0), ("NOOPT", 0), ("DEVECTORIZE", 1))}
+
+class _JitLoaded:
+  """tinyc's LLVM object as tinygrad's CPULLVMCompiler returns it: through tinygrad's jit_loader (a flat image)."""
+  def __init__(self, compiler): self.compiler = compiler
+  def compile_cached(self, src):
+    from tinygrad.runtime.support.elf import jit_loader
+    return jit_loader(self.compiler.compile_cached(src))
+
+class _Uncached:
+  """A tinygrad compiler's compile alone: tinygrad's disk cache is one sqlite connection that only its creating thread
+  may use, so the bridge reads and writes the cache in the calling thread and only compiles on the pool."""
+  def __init__(self, compiler): self.compiler = compiler
+  def compile_cached(self, src): return self.compiler.compile(src)
+
+@dataclasses.dataclass
+class _Route:
+  """How the bridge builds a tinygrad renderer's kernels: tinyc's renderer (no compiler: codegen stops at SOURCE) and
+  the compiler of the lib (None: lib None, tinygrad compiles), with the disk cache key of that compiler (or None)."""
+  renderer: Any
+  compiler: Any
+  cachekey: str|None
+
+def _uncompiled(ren):
+  ren.compiler = None   # the bridge compiles (on the pool, with the lib tinygrad's runtime loads)
+  return ren
+
+def _route_clang_jit(ren):
+  c = ren.compiler
+  return _Route(_uncompiled(tinyc.ClangJITRenderer()), _Uncached(c), getattr(c, "cachekey", None)) if c is not None else None
+def _route_clang(ren): return _Route(_uncompiled(tinyc.ClangRenderer()), None, None)
+def _route_llvm(ren):
+  return _Route(_uncompiled(tinyc.LLVMRenderer()), _JitLoaded(tinyc.CPULLVMCompiler()), None) if _C.HAVE_LLVM else None
+
+# tinygrad's renderer classes that tinyc has, by exact type (a subclass may change what it renders)
+_ROUTES = {TgClangJITRenderer: _route_clang_jit, TgClangRenderer: _route_clang, TgLLVMRenderer: _route_llvm}
+
+class _State:
+  def __init__(self):
+    self.lock = threading.Lock()
+    self.routes: dict[int, tuple[Any, _Route|None]] = {}   # id(tinygrad renderer) -> (the renderer, its route)
+    self.saved: list[tuple[Any, str, Any]] = []            # (module, name, tinygrad's object) that install() replaced
+    self.local = threading.local()                         # .ahead: the running schedule's kernels built ahead
+    self.routed, self.fallback, self.seconds, self.split = 0, {}, 0.0, {"codegen": 0.0, "compile_wait": 0.0}
+    self.following = False
+_S = _State()
+
+def _route(ren) -> _Route|None:
+  with _S.lock:
+    if (hit := _S.routes.get(id(ren))) is not None and hit[0] is ren: return hit[1]
+  make = _ROUTES.get(type(ren))
+  r = make(ren) if make is not None else None
+  for name in ("device", "has_local", "has_threads", "global_max", "local_max", "supports_float4"):  # same settings
+    if r is not None and getattr(r.renderer, name, None) != getattr(ren, name, None): r = None
+  with _S.lock: _S.routes[id(ren)] = (ren, r)
+  return r
+
+def _follow_tinygrad(on: bool) -> bool:
+  """tinyc.helpers.follow_tinygrad(on) where it exists (it keeps tinyc's settings equal to tinygrad's Context)."""
+  if (f := getattr(getattr(tinyc, "helpers", None), "follow_tinygrad", None)) is None: return False
+  f(on)
+  return on
+
+def _context_reason() -> str|None:
+  if _S.following: return None
+  for v in (_TG_BEAM, _TG_NOOPT, _TG_DEVECTORIZE):
+    if v.value != _TC_CONTEXT[v.key]: return f"{v.key}={v.value} set after tinyc read {_TC_CONTEXT[v.key]}"
+  return None
+
+def _count_fallback(reason: str):
+  with _S.lock: _S.fallback[reason] = _S.fallback.get(reason, 0) + 1
+  if _TG_DEBUG >= 2: print(f"tinyc bridge: tinygrad builds this kernel ({reason})")
+
+# ---- building one kernel ----
+
+@dataclasses.dataclass
+class _Built:
+  """A kernel's program up to its source, and its compile: a pool job, or a lib (or None) already there."""
+  prg: Any
+  src: str
+  route: _Route
+  pool: Any = None
+  job: int = -1
+  lib: bytes|None = None
+
+@contextlib.contextmanager
+def _timed(part: str):
+  st = time.perf_counter()
+  try: yield
+  finally:
+    with _S.lock: _S.split[part] += time.perf_counter() - st
+
+def _codegen(ast, route: _Route, opts) -> _Built:
+  with _timed("codegen"):
+    tc_opts = None if opts is None else [_to_tc_arg(o) for o in opts]
+    prg = tinyc.codegen.program_uop(from_tinygrad(ast), route.renderer, tc_opts)
+    return _Built(prg, prg.src[3].arg, route)
+
+def _cached_lib(b: _Built) -> bytes|None:
+  return _tg_diskcache_get(b.route.cachekey, b.src) if b.route.cachekey is not None else None
+
+def _start_compile(b: _Built, pool) -> _Built:
+  """Queue b's compile on pool (None: compile when it is needed), unless tinygrad's disk cache has its lib."""
+  if b.route.compiler is None: return b
+  if (lib := _cached_lib(b)) is not None: b.lib = lib
+  elif pool is not None: b.pool, b.job = pool, pool.submit(b.route.compiler, b.src)
+  return b
+
+def _finish_compile(b: _Built) -> bytes|None:
+  if b.route.compiler is None or b.lib is not None: return b.lib
+  if _tg_getenv("ASSERT_COMPILE"): raise AssertionError(f"tried to compile with ASSERT_COMPILE set\n{b.src}")
+  with _timed("compile_wait"): lib = b.pool.result(b.job) if b.pool is not None else b.route.compiler.compile_cached(b.src)
+  if b.route.cachekey is not None: _tg_diskcache_put(b.route.cachekey, b.src, lib)
+  return lib
+
+def _spec(b: _Built) -> TgProgramSpec:
+  with _timed("codegen"): spec = TgProgramSpec.from_uop(to_tinygrad(b.prg))
+  lib = _finish_compile(b)
+  return spec if lib is None else dataclasses.replace(spec, lib=lib)
+
+def _ahead_key(ast, ren): return (ast.key, id(ren))
+
+def _build(ast, ren, route: _Route, opts) -> TgProgramSpec:
+  ahead = getattr(_S.local, "ahead", None)
+  b = ahead.pop(_ahead_key(ast, ren), None) if ahead is not None and opts is None else None
+  return _spec(b if b is not None else _start_compile(_codegen(ast, route, opts), None))
+
+def _routed_get_program(ast, renderer, opts=None):
+  """tinygrad's get_program(ast, renderer, opts=None) -> ProgramSpec, built by tinyc where it can."""
+  if (route := _route(renderer)) is None: reason = f"tinyc has no renderer for {type(renderer).__name__}"
+  elif (reason := _context_reason()) is None:
+    st = time.perf_counter()
+    try: ret = _build(ast, renderer, route, opts)
+    except Exception as e: reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:200]
+    finally:
+      with _S.lock: _S.seconds += time.perf_counter() - st
+    if reason is None:
+      with _S.lock: _S.routed += 1
+      return ret
+  _count_fallback(reason)
+  return _tg_get_program(ast, renderer, opts)
+
+# ---- compile ahead ----
+
+def _runner_cached(device: str, ast) -> bool:
+  """Whether tinygrad's get_runner will find this kernel in the method cache (its two keys)."""
+  context = (_TG_BEAM.value, _TG_NOOPT.value, _TG_DEVECTORIZE.value)
+  ctype = type(_TgDevice[device].compiler)
+  return (device, ctype, ast.key, context, False) in _tg_realize.method_cache or \
+         (device.split(":")[0], ctype, ast.key, context, True) in _tg_realize.method_cache
+
+def _build_ahead(schedule, pool) -> dict:
+  """The programs of the schedule's kernels that get_runner will build, codegen done and compiles queued, in order."""
+  ahead: dict = {}
+  for ei in schedule:
+    if ei.prg is not None or ei.ast.op is not TgOps.SINK or not ei.bufs or ei.bufs[0] is None: continue
+    device = ei.bufs[0].device
+    try:
+      ren = _TgDevice[device].renderer
+      if (key := _ahead_key(ei.ast, ren)) in ahead or _runner_cached(device, ei.ast): continue
+      if (route := _route(ren)) is None or _context_reason() is not None: continue
+      st = time.perf_counter()
+      ahead[key] = _start_compile(_codegen(ei.ast, route, None), pool)
+      with _S.lock: _S.seconds += time.perf_counter() - st
+    except Exception: continue   # get_program meets it again in order, and falls back there with its reason
+  return ahead
+
+def _routed_run_schedule(schedule, var_vals=None, do_update_stats=True):
+  """tinygrad's run_schedule, with the kernels it will lower built ahead (BEAM times kernels: then none are)."""
+  if _TG_BEAM.value >= 1 or getattr(_S.local, "ahead", None) is not None:
+    return _tg_run_schedule(schedule, var_vals, do_update_stats)
+  with _C.CompilePool() as pool:
+    _S.local.ahead = _build_ahead(schedule, pool)
+    try: return _tg_run_schedule(schedule, var_vals, do_update_stats)
+    finally: _S.local.ahead = None
+
+# ---- install / uninstall ----
+
+_REPLACED = {"get_program": (_tg_get_program, _routed_get_program), "run_schedule": (_tg_run_schedule, _routed_run_schedule)}
+
+def _tinygrad_modules():
+  import tinygrad.codegen.opt.search, tinygrad.tensor  # noqa: F401  (the modules that bind the names, imported now)
+  return [m for n, m in list(sys.modules.items()) if m is not None and (n == "tinygrad" or n.startswith("tinygrad."))]
+
+def install():
+  """Route tinygrad's get_program (and run_schedule, for compile ahead) through tinyc in every module that bound them."""
+  with _S.lock:
+    if _S.saved: return
+    for m in _tinygrad_modules():
+      for name, (orig, routed) in _REPLACED.items():
+        if m.__dict__.get(name) is orig:
+          setattr(m, name, routed)
+          _S.saved.append((m, name, orig))
+  _S.following = _follow_tinygrad(True)
+
+def uninstall():
+  """Give every module tinygrad's own get_program and run_schedule back (also those imported while installed)."""
+  with _S.lock:
+    if not _S.saved: return
+    for m in _tinygrad_modules():
+      for name, (orig, routed) in _REPLACED.items():
+        if m.__dict__.get(name) is routed: setattr(m, name, orig)
+    _S.saved.clear()
+  _S.following = _follow_tinygrad(False)
+
+def is_installed() -> bool: return bool(_S.saved)
+
+@contextlib.contextmanager
+def installed():
+  """with installed(): ... runs the block with the bridge installed (and leaves it as it was)."""
+  was = is_installed()
+  install()
+  try: yield
+  finally:
+    if not was: uninstall()
+
+def stats() -> dict:
+  """routed: kernels tinyc built; fallback: reason -> kernels tinygrad built; seconds: time spent in tinyc, of which
+  codegen (AST conversion both ways and tinyc's get_program up to the source) and compile_wait (the calling thread
+  waiting for compiles: the rest of the compiling overlapped codegen on the pool's threads)."""
+  with _S.lock: return {"routed": _S.routed, "fallback": dict(_S.fallback), "seconds": _S.seconds, **_S.split}
+
+def reset_stats():
+  with _S.lock: _S.routed, _S.fallback, _S.seconds, _S.split = 0, {}, 0.0, dict.fromkeys(_S.split, 0.0)

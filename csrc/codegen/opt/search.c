@@ -994,6 +994,125 @@ static PyObject *apply_opts_beam(PyObject *k, UOp *ast, PyObject *ren, long amt)
  * Python
  * ================================================================================================ */
 
+/* CompilePool: the compile pool for Python. The tinygrad bridge (tinyc/tinygrad.py) compiles the upcoming kernels of a
+ * schedule on it while their codegen goes on in the calling thread, as BEAM does for its candidates. Jobs are numbered
+ * in submit order; result(i) waits for job i with the GIL released. The pool holds only compilers, sources and libs,
+ * none of which refers back to it, so it is not GC-tracked. */
+typedef struct {
+  PyObject_HEAD
+  Pool pool;
+  Job **jobs;
+  Py_ssize_t njobs, cap;
+  int waiters;   /* result() calls waiting without the GIL: close() must not free their jobs */
+  bool open;
+} CompilePoolObject;
+
+static int CompilePool_init(CompilePoolObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"threads", NULL};
+  PyObject *threads = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:CompilePool", kwlist, &threads)) return -1;
+  if (self->open) { PyErr_SetString(PyExc_RuntimeError, "CompilePool is already started"); return -1; }
+  long n = threads == Py_None ? search_threads() : PyLong_AsLong(threads);
+  if (n == -1 && PyErr_Occurred()) return -1;
+  if (n < 0 || n > 1024) { PyErr_Format(PyExc_ValueError, "CompilePool needs 0 to 1024 threads, got %ld", n); return -1; }
+  self->open = true;   /* pool_stop undoes a pool_start that failed half way */
+  return pool_start(&self->pool, (int)n);
+}
+
+static void compile_pool_close(CompilePoolObject *self) {
+  if (!self->open) return;
+  self->open = false;
+  pool_stop(&self->pool);
+  PyMem_Free(self->jobs);
+  self->jobs = NULL;
+  self->njobs = self->cap = 0;
+}
+
+static void CompilePool_dealloc(CompilePoolObject *self) {
+  compile_pool_close(self);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int compile_pool_check_open(CompilePoolObject *self) {
+  if (self->open) return 0;
+  PyErr_SetString(PyExc_RuntimeError, "the CompilePool is closed");
+  return -1;
+}
+
+/* submit(compiler, src) -> job number: compiler.compile_cached(src) on a pool thread */
+static PyObject *CompilePool_submit(CompilePoolObject *self, PyObject *args) {
+  PyObject *compiler, *src;
+  if (!PyArg_ParseTuple(args, "OU:submit", &compiler, &src) || compile_pool_check_open(self) < 0) return NULL;
+  if (self->njobs == self->cap) {
+    Py_ssize_t cap = self->cap ? self->cap * 2 : 16;
+    Job **jobs = PyMem_Realloc(self->jobs, (size_t)cap * sizeof(Job *));
+    if (!jobs) return PyErr_NoMemory();
+    self->jobs = jobs, self->cap = cap;
+  }
+  Job *job = pool_submit(&self->pool, compiler, src);
+  if (!job) return NULL;
+  self->jobs[self->njobs] = job;
+  return PyLong_FromSsize_t(self->njobs++);
+}
+
+/* result(i) -> the lib of job i, waiting for it; raises what its compile raised */
+static PyObject *CompilePool_result(CompilePoolObject *self, PyObject *arg) {
+  Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_OverflowError);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (compile_pool_check_open(self) < 0) return NULL;
+  if (i < 0 || i >= self->njobs) return PyErr_Format(PyExc_IndexError, "no compile job %zd (the pool has %zd)", i, self->njobs);
+  Job *job = self->jobs[i];
+  self->waiters++;
+  int done = pool_wait(&self->pool, job, INFINITY);
+  self->waiters--;
+  if (done < 0) return NULL;
+  if (!job->lib) { raise_saved(job->exc); return NULL; }
+  return Py_NewRef(job->lib);
+}
+
+static PyObject *CompilePool_close(CompilePoolObject *self, PyObject *unused) {
+  UNUSED(unused);
+  if (self->waiters) return PyErr_Format(PyExc_RuntimeError, "the CompilePool cannot close while %d result() calls wait", self->waiters);
+  compile_pool_close(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *CompilePool_enter(PyObject *self, PyObject *unused) { UNUSED(unused); return Py_NewRef(self); }
+static PyObject *CompilePool_exit(CompilePoolObject *self, PyObject *args) { UNUSED(args); return CompilePool_close(self, NULL); }
+
+static PyObject *CompilePool_get_threads(CompilePoolObject *self, void *closure) {
+  UNUSED(closure);
+  return PyLong_FromLong(self->open ? self->pool.nthreads : 0);
+}
+
+static PyMethodDef CompilePool_methods[] = {
+  {"submit", (PyCFunction)CompilePool_submit, METH_VARARGS, "submit(compiler, src) -> int: queue compiler.compile_cached(src)"},
+  {"result", (PyCFunction)CompilePool_result, METH_O, "result(i) -> bytes: job i's lib (waits, GIL released); raises its error"},
+  {"close", (PyCFunction)CompilePool_close, METH_NOARGS, "close(): drop queued jobs, let running ones finish, stop the threads"},
+  {"__enter__", CompilePool_enter, METH_NOARGS, NULL},
+  {"__exit__", (PyCFunction)CompilePool_exit, METH_VARARGS, NULL},
+  {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef CompilePool_getset[] = {
+  {"threads", (getter)CompilePool_get_threads, NULL, "the pool's threads (0 when closed, or when compiles run in submit)", NULL},
+  {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject CompilePool_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.CompilePool",
+  .tp_basicsize = sizeof(CompilePoolObject),
+  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "CompilePool(threads=PARALLEL): BEAM's native compile threads; submit(compiler, src), result(i), close()",
+  .tp_new = PyType_GenericNew,
+  .tp_init = (initproc)CompilePool_init,
+  .tp_dealloc = (destructor)CompilePool_dealloc,
+  .tp_methods = CompilePool_methods,
+  .tp_getset = CompilePool_getset,
+};
+
+
 static PyObject *py_get_kernel_actions(PyObject *mod, PyObject *args, PyObject *kw) {
   UNUSED(mod);
   static char *kwlist[] = {"s", "include_0", "max_up", "actions", NULL};
@@ -1127,5 +1246,6 @@ int tinyc_init_search(PyObject *m) {
       PyModule_AddObjectRef(m, "actions", actions) < 0 || !(beam_build_fn = PyObject_GetAttrString(m, "_beam_build")))
     return -1;
   postrange_beam_hook = apply_opts_beam;
-  return 0;
+  if (PyType_Ready(&CompilePool_Type) < 0) return -1;
+  return tinyc_add(m, "CompilePool", (PyObject *)&CompilePool_Type);
 }

@@ -55,8 +55,6 @@ ASAN_TESTS += $(PYDEV_ASAN_TESTS)
 IMAGES_ASAN_TESTS := $(addprefix tests/test_images.py::,test_bad_image_shapes_raise_as_tinygrad test_image_dtype_identity_pickle_and_promotion \
   test_image_store_not_upcast_raises test_opencl_aux_and_render_kernel)
 ASAN_TESTS += $(IMAGES_ASAN_TESTS)
-# the bridge's CompilePool (search.c's compile threads for Python): its bad input, errors, and a pool dropped with jobs queued
-BRIDGE_ASAN_TESTS := $(addprefix tests/test_bridge.py::,test_compile_pool_gives_the_serial_libs test_compile_pool_bad_input)
 
 .PHONY: deps build asan-build test asan-test fuzz demo bench clean
 

@@ -26,9 +26,9 @@ from tinygrad.runtime.ops_python import PythonRenderer as TgPythonRenderer, Pyth
 from corpus import kernel_asts
 from test_runtime import globals_of, random_bytes, as_array
 from test_codegen import tc_opts
+from test_compile_run import same_outputs   # outputs compared as the clang corpus runs compare them
 
 VAR_VALS = {"n": 10}
-TOL = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-12)}
 # the kernels of the tests: a broad subset of the corpus (locals and barriers, regs, loops, gates, vectors, every dtype, vars,
 # bitcasts, the transcendental ops) that tinygrad's slow emulator runs in seconds; bench/python_device.py runs the whole corpus
 SUBSET = ("matmul/0", "matmul/3", "matvec/4", "conv2d/4", "conv1d/3", "conv1d/4", "maxpool/2", "avgpool/2", "softmax/2", "softmax/4", "log_softmax/3",
@@ -76,18 +76,6 @@ def run_tinyc_interp(p, init):
   prg = PythonProgram(p.function_name, tinyc_lib(TgPythonCompiler().compile(p.src)))
   t = prg(*bufs, global_size=gs, local_size=ls, vals=vals_of(p), wait=True)
   return {g: bytes(bufs[i].as_buffer()) for i, g in enumerate(p.globals) if g in p.outs}, t
-
-def same_outputs(p, ours, theirs):
-  """None when equal (ints and bools exactly, floats allclose), else what differs"""
-  gl = globals_of(p)
-  if ours.keys() != theirs.keys(): return f"outputs {sorted(ours)} != {sorted(theirs)}"
-  for g in ours:
-    a, b = as_array(ours[g], gl[g][0]), as_array(theirs[g], gl[g][0])
-    if a.dtype.kind == "f":
-      rtol, atol = TOL[a.dtype]
-      if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True): return f"buffer {g} differs (max {np.nanmax(np.abs(a - b))})"
-    elif ours[g] != theirs[g]: return f"buffer {g} differs"
-  return None
 
 def subset_kernels():
   return [(n, a) for n, a in kernel_asts() if n in SUBSET]

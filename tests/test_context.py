@@ -72,10 +72,12 @@ def test_correct_divmod_folding_changes_simplify():
   assert differ >= 2 and not tch.CORRECT_DIVMOD_FOLDING
 
 def bad_const_ast():
-  """an elementwise kernel whose float CONST holds an int: kernel_spec refuses it, the rest of codegen does not care"""
+  """an elementwise kernel whose float CONST holds an int: kernel_spec refuses it, the rest of codegen does not care. The
+  int is one no float equals: UOps are interned by (op, dtype, src, arg) and 3 == 3.0, so a small int would come back as a
+  live float CONST of another test's graph"""
   ast = kernels(lambda: Tensor.rand(16, 32).relu() + 1.0)[-1]
   one = next(u for u in ast.toposort() if u.op is TgOps.CONST and u.arg == 1.0)
-  return ast.substitute({one: TgUOp(TgOps.CONST, one.dtype, arg=3)})
+  return ast.substitute({one: TgUOp(TgOps.CONST, one.dtype, arg=2**53 + 1)})
 
 def test_spec_switch():
   ast = bad_const_ast()

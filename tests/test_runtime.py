@@ -149,6 +149,20 @@ def test_compile_errors():
     else: os.environ["CC"] = old
   assert tinyc.Compiler().compile("abc") == b"abc" and tinyc.Compiler("k").cachekey == "k"
 
+def test_clang_object_compiler_is_tinygrads_clang_step():
+  """ClangObjectCompiler runs tinygrad ClangJITCompiler's clang command: its object, through tinygrad's jit_loader, is
+  the lib tinygrad's compiler returns, for every kernel of the list; a failure raises CompileError with clang's log"""
+  from tinygrad.runtime.support.compiler_cpu import ClangJITCompiler
+  from tinygrad.runtime.support.elf import jit_loader
+  asts, comp, tg = dict(kernel_asts()), tinyc.ClangObjectCompiler(), ClangJITCompiler()
+  assert comp.cachekey == "compile_clang_obj" and tinyc.ClangObjectCompiler("k").cachekey == "k"
+  for name in KERNELS[:6]:
+    src = get_program(asts[name], TGClangRenderer()).src
+    obj = comp.compile(src)
+    assert obj[:4] == b"\x7fELF" and jit_loader(obj) == tg.compile(src), name
+  with pytest.raises(CompileError, match="undeclared_thing"): comp.compile("void f(void) { undeclared_thing += 1; }")
+  with pytest.raises(TypeError, match="as str"): comp.compile(b"void f(void) {}")
+
 def test_program_bad_input():
   lib = Device["CPU"].compiler.compile("void k(float *a, int core_id) { a[core_id] = 1.0f; }")
   assert "<k>" in Device["CPU"].compiler.disassemble(lib)

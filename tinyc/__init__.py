@@ -23,5 +23,7 @@ Variable = UOp.variable   # tinygrad's `from tinygrad import Variable`
 __all__.append("Variable")
 from tinyc._C import PythonRenderer, PythonCompiler, PythonDevice, PythonProgram   # the PYTHON device (devices/ops_python.c)
 __all__ += ["PythonRenderer", "PythonCompiler", "PythonDevice", "PythonProgram"]
+from tinyc._C import ClangObjectCompiler   # clang -c alone, as tinygrad's ClangJITCompiler runs it (devices/support/compiler_cpu.c)
+__all__.append("ClangObjectCompiler")
 from tinyc._C import ImageDType, OpenCLRenderer  # tinygrad's image dtypes (dtypes.imagef / imageh) and the OpenCL renderer
 __all__ += ["ImageDType", "OpenCLRenderer"]

@@ -96,8 +96,8 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
 # codegen.opt.search) and _routed_run_schedule where they bound run_schedule (engine.realize, tensor). A kernel for a
 # renderer tinyc has goes: tinygrad AST -> from_tinygrad -> tinyc's program_uop (opts, heuristics or BEAM as the AST
 # and environment ask) -> to_tinygrad -> tinygrad's own ProgramSpec.from_uop, so every field is computed as tinygrad
-# computes it. The lib is what tinygrad's runtime loads: for ClangJIT the bytes of the tinygrad renderer's own compiler
-# (run on tinyc's native compile threads); for LLVM tinyc's in-process LLVM object through tinygrad's jit_loader, as
+# computes it. The lib is what tinygrad's runtime loads: for ClangJIT the bytes tinygrad's ClangJITCompiler makes (its
+# clang command run by tinyc's C on native compile threads, then tinygrad's jit_loader); for LLVM tinyc's in-process LLVM object through tinygrad's jit_loader, as
 # tinygrad's CPULLVMCompiler returns it. Anything else, or a kernel tinyc raises on, goes to tinygrad's get_program.
 #
 # Compile ahead: run_schedule's list is known before it runs, so the bridge generates code for its kernels that the
@@ -109,6 +109,7 @@ import tinygrad.engine.realize as _tg_realize
 from tinygrad.renderer import ProgramSpec as TgProgramSpec
 from tinygrad.renderer.cstyle import ClangRenderer as TgClangRenderer, ClangJITRenderer as TgClangJITRenderer
 from tinygrad.renderer.llvmir import LLVMRenderer as TgLLVMRenderer
+from tinygrad.runtime.support.compiler_cpu import ClangJITCompiler as _TgClangJITCompiler
 from tinygrad.helpers import DEBUG as _TG_DEBUG, BEAM as _TG_BEAM, NOOPT as _TG_NOOPT, DEVECTORIZE as _TG_DEVECTORIZE, getenv as _tg_getenv
 from tinygrad.helpers import diskcache_get as _tg_diskcache_get, diskcache_put as _tg_diskcache_put
 from tinygrad.device import Device as _TgDevice
@@ -146,9 +147,19 @@ def _uncompiled(ren):
   ren.compiler = None   # the bridge compiles (on the pool, with the lib tinygrad's runtime loads)
   return ren
 
+class _ClangJitLoaded:
+  """tinygrad ClangJITCompiler's lib, made by tinyc: its clang command in C without the GIL (tinyc.ClangObjectCompiler,
+  the same object bytes), then tinygrad's own jit_loader on them (a tenth of a millisecond, in Python)."""
+  def __init__(self): self.compiler = tinyc.ClangObjectCompiler()
+  def compile_cached(self, src):
+    from tinygrad.runtime.support.elf import jit_loader
+    return jit_loader(self.compiler.compile(src))
+
 def _route_clang_jit(ren):
-  c = ren.compiler
-  return _Route(_uncompiled(tinyc.ClangJITRenderer()), _Uncached(c), getattr(c, "cachekey", None)) if c is not None else None
+  if (c := ren.compiler) is None: return None
+  # tinygrad's own ClangJITCompiler is replaced by the same command run from C; a compiler of another type is run as it is
+  compiler = _ClangJitLoaded() if type(c) is _TgClangJITCompiler else _Uncached(c)
+  return _Route(_uncompiled(tinyc.ClangJITRenderer()), compiler, getattr(c, "cachekey", None))
 def _route_clang(ren): return _Route(_uncompiled(tinyc.ClangRenderer()), None, None)
 def _route_llvm(ren):
   return _Route(_uncompiled(tinyc.LLVMRenderer()), _JitLoaded(tinyc.CPULLVMCompiler()), None) if _C.HAVE_LLVM else None

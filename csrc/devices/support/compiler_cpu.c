@@ -156,9 +156,19 @@ static int ClangCompiler_init(CompilerObject *self, PyObject *args, PyObject *kw
   return rc;
 }
 
-/* compile(src) -> the shared object's bytes */
-static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
-  UNUSED(self);
+/* tinygrad's --target for ClangJITCompiler's objects: <machine>-none-unknown-elf (freestanding: no libc, no loader) */
+static const char *target_flag(void) {
+  static char flag[96];
+  if (!flag[0]) {
+    struct utsname u;
+    snprintf(flag, sizeof(flag), "--target=%s-none-unknown-elf", uname(&u) == 0 ? u.machine : "x86_64");
+  }
+  return flag;
+}
+
+/* clang's output for src: the relocatable object (link false, tinygrad ClangJITCompiler's clang step, byte for byte) or
+ * that object linked by ld -shared (link true). NULL with CompileError carrying the failing tool's output. */
+static PyObject *clang_build(PyObject *src, bool link) {
   if (!PyUnicode_Check(src)) return PyErr_Format(PyExc_TypeError, "compile needs the C source as str, got %.100s", Py_TYPE(src)->tp_name);
   Py_ssize_t srclen;
   const char *s = PyUnicode_AsUTF8AndSize(src, &srclen);
@@ -172,22 +182,25 @@ static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
   int status = -1, err = 0;
   long timeout_s = compile_timeout();
   bool made_tmp;
+  const char *what = link ? "shared object" : "object";
   Py_BEGIN_ALLOW_THREADS
-  made_tmp = temp_path(obj_path, sizeof(obj_path), ".o") == 0 && temp_path(out_path, sizeof(out_path), ".so") == 0;
+  made_tmp = temp_path(obj_path, sizeof(obj_path), ".o") == 0 && (!link || temp_path(out_path, sizeof(out_path), ".so") == 0);
   if (!made_tmp) err = errno;
   else {
-    /* compile, then link with ld directly: the clang driver's own link step costs more than the compile */
-    char *compile_argv[] = {cc, "-c", (char *)arch_flag(), "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib", "-fno-ident",
-                            "-x", "c", "-", "-o", obj_path, NULL};
+    /* a shared object is linked with ld directly: the clang driver's own link step costs more than the compile */
+    char *so_argv[] = {cc, "-c", (char *)arch_flag(), "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib", "-fno-ident",
+                       "-x", "c", "-", "-o", obj_path, NULL};
+    char *obj_argv[] = {cc, "-c", (char *)arch_flag(), (char *)target_flag(), "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno",
+                        "-nostdlib", "-fno-ident", "-x", "c", "-", "-o", obj_path, NULL};
     char *link_argv[] = {"ld", "-shared", "-o", out_path, obj_path, NULL};
-    status = run_capture(compile_argv, code, (size_t)srclen, &log, timeout_s);
-    if (status == 0) {
+    status = run_capture(link ? so_argv : obj_argv, code, (size_t)srclen, &log, timeout_s);
+    if (status == 0 && link) {
       free(log.data); log = (Bytes){0};
       snprintf(cc, sizeof(cc), "ld");   /* name the linker in errors from here on */
       status = run_capture(link_argv, "", 0, &log, timeout_s);
     }
     if (status < 0) err = errno;
-    else if (status == 0 && read_file(out_path, &lib) < 0) err = errno, status = -1;
+    else if (status == 0 && read_file(link ? out_path : obj_path, &lib) < 0) err = errno, status = -1;
   }
   if (obj_path[0]) unlink(obj_path);
   if (out_path[0]) unlink(out_path);
@@ -199,11 +212,14 @@ static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) {
   else if (status < 0 && err == ETIMEDOUT) PyErr_Format(CompileError, "%s did not finish in %ld s (TINYC_COMPILE_TIMEOUT) and was killed:\n%s", cc, timeout_s, log.data ? log.data : "");
   else if (status < 0) PyErr_Format(CompileError, "could not run %s: %s", cc, strerror(err));
   else if (status != 0) PyErr_Format(CompileError, "%s failed (exit status %d):\n%s", cc, status, log.data ? log.data : "");
-  else if (lib.len == 0) PyErr_Format(CompileError, "%s produced an empty shared object:\n%s", cc, log.data ? log.data : "");
+  else if (lib.len == 0) PyErr_Format(CompileError, "%s produced an empty %s:\n%s", cc, what, log.data ? log.data : "");
   else ret = PyBytes_FromStringAndSize(lib.data, (Py_ssize_t)lib.len);
   free(log.data); free(lib.data);
   return ret;
 }
+
+/* compile(src) -> the shared object's bytes */
+static PyObject *ClangCompiler_compile(PyObject *self, PyObject *src) { UNUSED(self); return clang_build(src, true); }
 
 /* disassemble(lib) -> objdump's text of the shared object */
 static PyObject *ClangCompiler_disassemble(PyObject *self, PyObject *arg) {
@@ -254,8 +270,43 @@ static PyTypeObject ClangCompiler_Type = {
   .tp_init = (initproc)ClangCompiler_init,
 };
 
+/* ClangObjectCompiler: the clang step of tinygrad's ClangJITCompiler alone (the same command, so the same bytes), for
+ * whoever loads objects itself: tinygrad's jit_loader (the bridge) or LLVM's JIT linker. */
+static int ClangObjectCompiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"cachekey", NULL};
+  PyObject *key = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ClangObjectCompiler", kwlist, &key)) return -1;
+  PyObject *a = key ? PyTuple_Pack(1, key) : Py_BuildValue("(s)", "compile_clang_obj");
+  if (!a) return -1;
+  int rc = Compiler_Type.tp_init((PyObject *)self, a, NULL);
+  Py_DECREF(a);
+  return rc;
+}
+
+/* compile(src) -> the relocatable object's bytes */
+static PyObject *ClangObjectCompiler_compile(PyObject *self, PyObject *src) { UNUSED(self); return clang_build(src, false); }
+
+static PyMethodDef ClangObjectCompiler_methods[] = {
+  {"compile", ClangObjectCompiler_compile, METH_O, "compile(src) -> bytes of the relocatable object tinygrad's ClangJITCompiler "
+   "has clang ($CC) make before its jit_loader"},
+  {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ClangObjectCompiler_Type = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "tinyc.ClangObjectCompiler",
+  .tp_basicsize = sizeof(CompilerObject),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+  .tp_doc = "clang for the CPU as tinygrad's ClangJITCompiler runs it: C source -> a relocatable object's bytes "
+            "(cachekey 'compile_clang_obj')",
+  .tp_methods = ClangObjectCompiler_methods,
+  .tp_base = &Compiler_Type,
+  .tp_init = (initproc)ClangObjectCompiler_init,
+};
 
 int tinyc_init_compiler_cpu(PyObject *m) {
-  if (PyType_Ready(&ClangCompiler_Type) < 0 || compile_stats_add("clang_runs", &stat_clang_runs) < 0) return -1;
+  if (PyType_Ready(&ClangCompiler_Type) < 0 || PyType_Ready(&ClangObjectCompiler_Type) < 0 ||
+      compile_stats_add("clang_runs", &stat_clang_runs) < 0) return -1;
+  if (tinyc_add(m, "ClangObjectCompiler", (PyObject *)&ClangObjectCompiler_Type) < 0) return -1;
   return tinyc_add(m, "ClangCompiler", (PyObject *)&ClangCompiler_Type);
 }

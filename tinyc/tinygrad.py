@@ -70,22 +70,39 @@ _to_tg_arg = _arg_converter({
   tinyc.DType: _to_tg_dtype, tinyc.PtrDType: _to_tg_dtype,
   tinyc.BufferizeOpts: lambda b: TgBufferizeOpts(_to_tg_arg(b.device), _to_tg_arg(b.addrspace), b.removable)})
 
-def _convert_graph(root, make, convert_dtype, convert_arg, ops_type):
-  """Rebuild the graph under root bottom-up (toposort order), one `make` per distinct node."""
-  done: dict = {}
-  for u in root.toposort():
-    done[u] = make(ops_type(u.op.value), convert_dtype(u.dtype), tuple(done[s] for s in u.src), convert_arg(u.arg), convert_arg(u.tag))
-  return done[root]
+_PLAIN_ARGS = frozenset((type(None), int, float, bool, str))   # args both sides share as they are
+
+class _Direction:
+  """Converting nodes one way: the other side's constructor, and what an op, a dtype and an arg become. Ops and dtypes are
+  few and immutable on both sides, so each is converted once and remembered."""
+  def __init__(self, make, op_type, convert_dtype, convert_arg):
+    self.make, self.op_type, self.convert_dtype, self.convert_arg = make, op_type, convert_dtype, convert_arg
+    self.ops: dict = {}
+    self.dtypes: dict = {}
+
+  def graph(self, root):
+    """Rebuild the graph under root bottom-up (toposort order), one `make` per distinct node."""
+    done, ops, dts, make, convert_arg = {}, self.ops, self.dtypes, self.make, self.convert_arg
+    for u in root.toposort():
+      if (op := ops.get(u.op)) is None: op = ops[u.op] = self.op_type(u.op.value)
+      if (dt := dts.get(u.dtype)) is None: dt = dts[u.dtype] = self.convert_dtype(u.dtype)
+      arg, tag = u.arg, u.tag
+      done[u] = make(op, dt, tuple([done[s] for s in u.src]), arg if type(arg) in _PLAIN_ARGS else convert_arg(arg),
+                     tag if tag is None else convert_arg(tag))
+    return done[root]
+
+_TO_TC = _Direction(tinyc.UOp, tinyc.Ops, _to_tc_dtype, _to_tc_arg)
+_TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg)
 
 def from_tinygrad(u: TgUOp) -> tinyc.UOp:
   """The tinyc graph equal to tinygrad UOp u."""
   if not isinstance(u, TgUOp): raise TypeError(f"from_tinygrad needs a tinygrad UOp, got {type(u).__name__}")
-  return _convert_graph(u, tinyc.UOp, _to_tc_dtype, _to_tc_arg, tinyc.Ops)
+  return _TO_TC.graph(u)
 
 def to_tinygrad(u: tinyc.UOp) -> TgUOp:
   """The tinygrad graph equal to tinyc UOp u."""
   if not isinstance(u, tinyc.UOp): raise TypeError(f"to_tinygrad needs a tinyc UOp, got {type(u).__name__}")
-  return _convert_graph(u, TgUOp, _to_tg_dtype, _to_tg_arg, TgOps)
+  return _TO_TG.graph(u)
 
 
 # ================================================================================================

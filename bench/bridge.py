@@ -23,7 +23,7 @@ def child(bridge_on: bool):
   from tinygrad import Tensor, nn, Device
   from tinygrad.nn.optim import SGD
   zero = {"get_program": 0.0, "compile_cpu": 0.0, "compile_inline": 0.0, "compile_in_get_program": 0.0, "run": 0.0, "kernels": 0}
-  timing, main, in_get_program = dict(zero), threading.main_thread(), [False]
+  timing, main, in_get_program, lock = dict(zero), threading.main_thread(), [False], threading.Lock()
   def timed(fn, key):
     def wrapper(*args, **kw):
       st = time.perf_counter()
@@ -31,14 +31,16 @@ def child(bridge_on: bool):
       try: return fn(*args, **kw)
       finally:
         dt = time.perf_counter() - st
-        timing[key] += dt
+        with lock: timing[key] += dt   # the bridge's compiles finish on its pool's threads
         if key == "get_program": in_get_program[0] = False
         if key == "compile_cpu" and threading.current_thread() is main:
           timing["compile_inline"] += dt
           if in_get_program[0]: timing["compile_in_get_program"] += dt
     return wrapper
-  comp = type(Device["CPU"].compiler)   # tinygrad's (the bridge's LLVM compiles are tinyc's, in C: not in compile CPU)
+  comp = type(Device["CPU"].compiler)   # tinygrad's compiler, and the bridge's: its libs made by tinyc, on the pool's threads
   comp.compile = timed(comp.compile, "compile_cpu")
+  if bridge_on:
+    for made in (bridge._ClangJitLoaded, bridge._JitLoaded): made.compile_cached = timed(made.compile_cached, "compile_cpu")
   realize.CompiledRunner.__call__ = timed(realize.CompiledRunner.__call__, "run")
   gp = realize.get_program
   def counted(*a, **kw):

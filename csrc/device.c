@@ -684,15 +684,16 @@ PyTypeObject Program_Type = {
 static void Compiled_dealloc(CompiledObject *self) {
   PyObject_GC_UnTrack(self);
   Py_CLEAR(self->device); Py_CLEAR(self->allocator); Py_CLEAR(self->renderer); Py_CLEAR(self->compiler); Py_CLEAR(self->runtime);
-  Py_CLEAR(self->dict);
+  Py_CLEAR(self->made); Py_CLEAR(self->dict);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 static int Compiled_traverse(CompiledObject *self, visitproc visit, void *arg) {
-  Py_VISIT(self->allocator); Py_VISIT(self->renderer); Py_VISIT(self->compiler); Py_VISIT(self->runtime); Py_VISIT(self->dict);
+  Py_VISIT(self->allocator); Py_VISIT(self->renderer); Py_VISIT(self->compiler); Py_VISIT(self->runtime); Py_VISIT(self->made);
+  Py_VISIT(self->dict);
   return 0;
 }
 static int Compiled_clear(CompiledObject *self) {
-  Py_CLEAR(self->renderer); Py_CLEAR(self->compiler); Py_CLEAR(self->dict);
+  Py_CLEAR(self->renderer); Py_CLEAR(self->compiler); Py_CLEAR(self->made); Py_CLEAR(self->dict);
   return 0;
 }
 
@@ -706,7 +707,7 @@ static int ctrl_value(const char *var, long *v) {
  * switch is 1; more than one is an error */
 static int forced_pairs(CompiledObject *self, const CompilerSet *cs, unsigned *forced) {
   *forced = 0;
-  const char *want = cs->ctrl_var ? getenv(cs->ctrl_var) : NULL;
+  const char *want = cs->ctrl_var ? ctxvar_text_value(cs->ctrl_var) : NULL;
   if (want && *want) {
     char names[256] = "";
     for (int i = 0; i < cs->npairs; i++) {
@@ -751,17 +752,30 @@ static PyObject *take_exception(void) {
 
 /* tinygrad's select_first_inited: the first candidate whose renderer (and compiler) construct; else an ExceptionGroup of
  * why each failed */
+static void choose(CompiledObject *self, PyObject *made_pair) {
+  Py_XSETREF(self->renderer, Py_NewRef(PyTuple_GET_ITEM(made_pair, 0)));
+  Py_XSETREF(self->compiler, Py_NewRef(PyTuple_GET_ITEM(made_pair, 1)));
+}
+
 static int first_inited(CompiledObject *self, const CompilerSet *cs, unsigned candidates) {
+  if (!self->made) {
+    if (!(self->made = PyList_New(cs->npairs))) return -1;
+    for (int i = 0; i < cs->npairs; i++) PyList_SET_ITEM(self->made, i, Py_NewRef(Py_None));
+  }
   PyObject *errors = PyList_New(0);
   if (!errors) return -1;
   for (int i = 0; i < cs->npairs; i++) {
     if (!(candidates & (1u << i))) continue;
+    PyObject *hit = PyList_GET_ITEM(self->made, i);
+    if (hit != Py_None) { choose(self, hit); Py_DECREF(errors); return 0; }
     const CompilerPair *pair = &cs->pairs[i];
     PyObject *r = pair->renderer(), *c = r && pair->compiler ? pair->compiler() : NULL;
     if (r && (c || !pair->compiler)) {
-      self->renderer = r, self->compiler = c ? c : Py_NewRef(Py_None);
+      PyObject *made_pair = PyTuple_Pack(2, r, c ? c : Py_None);
+      Py_DECREF(r); Py_XDECREF(c);
+      if (made_pair) { PyList_SetItem(self->made, i, made_pair); choose(self, made_pair); }   /* the list takes it */
       Py_DECREF(errors);
-      return 0;
+      return made_pair ? 0 : -1;
     }
     Py_XDECREF(r);
     PyObject *e = take_exception();
@@ -779,9 +793,9 @@ static int first_inited(CompiledObject *self, const CompilerSet *cs, unsigned ca
   return -1;
 }
 
-/* tinygrad's Compiled._select_compiler_pair, on first use (the ctrl vars are read then, once, as ContextVars are) */
+/* tinygrad's Compiled._select_compiler_pair, at each use of renderer or compiler: the ctrl vars as a Context has them
+ * now (with Context(CPU_LLVM=1): Device["CPU"].renderer is the LLVM renderer), each pair made once */
 static int select_compiler_pair(CompiledObject *self) {
-  if (self->renderer) return 0;
   const CompilerSet *cs = &self->def->compilers;
   unsigned forced, enabled;
   if (forced_pairs(self, cs, &forced) < 0) return -1;

@@ -103,11 +103,13 @@ typedef struct {
 extern PyTypeObject Compiler_Type;
 extern PyObject *CompileError;   /* tinyc.CompileError, a RuntimeError */
 
-/* tinygrad's Compiled: one opened device. renderer/compiler are chosen from def->compilers on first use. */
+/* tinygrad's Compiled: one opened device. renderer/compiler are chosen from def->compilers at each use, as the ctrl vars
+ * say then; each pair is made once (tinygrad's cached_pair). */
 typedef struct {
   PyObject_HEAD
   PyObject *device, *allocator, *runtime;
-  PyObject *renderer, *compiler;   /* the chosen pair (compiler NULL or None when the renderer carries it); NULL until chosen */
+  PyObject *renderer, *compiler;   /* the pair chosen last (compiler None when the renderer carries it); NULL until chosen */
+  PyObject *made;                  /* list, one entry per pair of def->compilers: (renderer, compiler) once made, else None */
   PyObject *dict;
   const DeviceDef *def;
   void *dev;

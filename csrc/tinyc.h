@@ -29,13 +29,17 @@ long env_long(const char *name, long dflt);
  * ctxvar_int / ctxvar_flag: env_int / env_flag at module init, and register the C integer under key: a Context sets it
  * in place, so the code reading it sees the change at its next read. Several files may register the same key.
  * EnvVar + ctxvar_env: a switch read from the environment at each use (env_long) until Python sets it; envvar_value reads it.
- * ctxvar_read: the value of key now as tinyc sees it (registered: its value; else env_int), for keys named at run time. */
+ * ctxvar_read: the value of key now as tinyc sees it (registered: its value; else env_int), for keys named at run time.
+ * ctxvar_text + ctxvar_text_value: a string switch (EMULATE, CPU_CC): the str a Context set, else getenv(key) (NULL
+ * when unset); the pointer is good until the next set, so read it under the GIL and use it at once. */
 typedef struct { const char *key; long dflt; long value; bool set; } EnvVar;
 static inline long envvar_value(const EnvVar *v) { return v->set ? v->value : env_long(v->key, v->dflt); }
 int ctxvar_int(const char *key, long *slot);
 int ctxvar_flag(const char *key, bool *flag);
 int ctxvar_env(EnvVar *v);
 int ctxvar_read(const char *key, long *value);
+int ctxvar_text(const char *key);
+const char *ctxvar_text_value(const char *key);
 int tinyc_init_getenv(PyObject *m);
 
 

@@ -95,11 +95,34 @@ def test_c_side_follows_every_native_key():
   """every key tinyc reads in C is a ContextVar, and a Context writes the integer C reads"""
   assert {"SPEC", "NOOPT", "BEAM", "DEVECTORIZE", "TRANSCENDENTAL", "CORRECT_DIVMOD_FOLDING", "IMAGE", "IGNORE_OOB", "DEBUG",
           "CACHELEVEL", "TC", "TC_OPT", "TC_SELECT", "AMX", "NOLOCALS", "CPU_LLVM", "TUPLE_ORDER", "ALLOW_TF32"} <= set(_C._ctxvar_keys())
+  assert {"EMULATE", "CPU_CC"} == set(_C._ctxvar_text_keys())   # the string switches: C reads them as text
   for key in _C._ctxvar_keys():
-    var, before = tch.ContextVar._cache[key], _C._ctxvar_get(key)
-    with tch.Context(**{key: 7}): assert _C._ctxvar_get(key) == 7 and var.value == 7 and var == 7
+    var, before, seven = tch.ContextVar._cache[key], _C._ctxvar_get(key), "7" if key in _C._ctxvar_text_keys() else 7
+    with tch.Context(**{key: seven}): assert _C._ctxvar_get(key) == seven and var.value == seven and var == seven
     assert _C._ctxvar_get(key) == before and var.value == before
   assert tch.USE_TC is tch.ContextVar._cache["TC"]   # tinygrad's attribute name for the key TC
+
+def test_string_switches_and_compiler_pairs_follow_a_context():
+  """EMULATE is read when a PythonRenderer is made, CPU_CC / CPU_LLVM each time a device's renderer is asked for, as
+  tinygrad reads them: inside a Context, tinyc makes what tinygrad makes; each compiler pair is made once"""
+  from tinygrad import Device as TgDevice
+  from tinygrad.runtime.ops_python import PythonRenderer as TgPythonRenderer
+  for emulate in ("AMD", "CUDA", "METAL"):
+    with tgh.Context(EMULATE=emulate): want = TgPythonRenderer()
+    with tch.Context(EMULATE=emulate): got = tinyc.PythonRenderer()
+    assert got.device == want.device != "PYTHON" and len(got.tensor_cores) == len(want.tensor_cores)
+  assert tinyc.PythonRenderer().device == "PYTHON" and tch.EMULATE.value == ""
+  with pytest.raises(TypeError, match="string switch"), tch.Context(EMULATE=1): pass
+  with pytest.raises(RuntimeError, match="can't EMULATE device: NOPE"), tch.Context(EMULATE="NOPE"): tinyc.PythonRenderer()
+  assert tch.EMULATE.value == "" and tinyc.PythonRenderer().device == "PYTHON"
+  made = {}
+  for ctx in ({}, {"CPU_LLVM": 1}, {"CPU_CC": "LLVM"}, {"CPU_CC": "CLANGJIT"}, {"CPU_LLVM": 1}):
+    with tgh.Context(**ctx): want = type(TgDevice["CPU"].renderer).__name__
+    with tch.Context(**ctx): got = tinyc.Device["CPU"].renderer
+    assert type(got).__name__ == want, ctx
+    assert made.setdefault(want, got) is got   # the pair made the first time
+  with tch.Context(CPU_CC="LVP"), pytest.raises(KeyError, match="CPU_CC=LVP names no compiler of CPU"): tinyc.Device["CPU"].renderer
+  assert type(tinyc.Device["CPU"].renderer).__name__ == "ClangJITRenderer"
 
 # ---- restoring, nesting, exceptions, threads ----
 
@@ -259,9 +282,9 @@ def test_follow_tinygrad():
     assert tch.SPEC.value == 0
     tgh.SPEC.value = 1
     assert tch.SPEC.value == 1 and tgh.SPEC.value == 1
-    tgh.EMULATE.value = "X"   # a key tinyc keeps in Python
-    assert tch.EMULATE.value == "X"
-    tgh.EMULATE.value = ""
+    tgh.AMD_CC.value = "X"   # a key tinyc keeps in Python
+    assert tch.AMD_CC.value == "X"
+    tgh.AMD_CC.value = ""
   finally:
     tch.follow_tinygrad(False)
   assert "value" not in tgh.ContextVar.__dict__ and tgh.NOOPT.__dict__["value"] == 0

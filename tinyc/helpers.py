@@ -1,8 +1,9 @@
 """tinygrad.helpers' getenv, ContextVar and Context, with tinygrad 0.12.0's meaning.
 
-The switches tinyc's C code reads (SPEC, NOOPT, DEVECTORIZE, ...) are C integers registered in csrc/helpers/getenv.c:
-a ContextVar with one of those keys reads and writes them, so `with Context(NOOPT=1): get_program(...)` is seen by
-the next C read, at the cost of reading an int. As in tinygrad, the values are process-wide: a Context entered in
+The switches tinyc's C code reads (SPEC, NOOPT, DEVECTORIZE, ...) are C integers registered in csrc/helpers/getenv.c
+(EMULATE and CPU_CC, read when a renderer or device is made, are strings there): a ContextVar with one of those keys
+reads and writes them, so `with Context(NOOPT=1): get_program(...)` is seen by the next C read, at the cost of
+reading an int. As in tinygrad, the values are process-wide: a Context entered in
 one thread is seen by every thread until it exits.
 """
 from __future__ import annotations
@@ -17,7 +18,8 @@ def getenv(key: str, default: Any = 0):
   raw = os.environ.get(key)
   return type(default)(default if raw is None else raw)
 
-_NATIVE = frozenset(_C._ctxvar_keys())   # the keys behind C integers
+_NATIVE = frozenset(_C._ctxvar_keys())   # the keys tinyc's C reads: C integers, and the string switches among them
+_NATIVE_TEXT = frozenset(_C._ctxvar_text_keys())
 
 class ContextVar:
   """a named setting, from the environment at creation (getenv(key, default_value)); one per key"""
@@ -38,8 +40,10 @@ class ContextVar:
     else: self._value = v
 
   def _check(self, v):
-    """the TypeError setting v would raise, before anything is set (C integers take ints only)"""
-    if self._native: operator.index(v)
+    """the TypeError setting v would raise, before anything is set (C integers take ints only, string switches str)"""
+    if self.key in _NATIVE_TEXT:
+      if not isinstance(v, str): raise TypeError(f"ContextVar {self.key} is a string switch of tinyc, got {type(v).__name__}")
+    elif self._native: operator.index(v)
   def _state(self): return _C._ctxvar_state(self.key) if self._native else self._value
   def _restore(self, state):
     if self._native: _C._ctxvar_set(self.key, state)   # None: unset again (the environment's value, as before)

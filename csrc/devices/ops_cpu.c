@@ -245,6 +245,6 @@ const DeviceDef *cpu_open(PyObject *device, void **dev) {
 }
 
 int tinyc_init_ops_cpu(PyObject *m) {
-  if (PyType_Ready(&CPUProgram_Type) < 0 || PyType_Ready(&CPUDevice_Type) < 0) return -1;
+  if (PyType_Ready(&CPUProgram_Type) < 0 || PyType_Ready(&CPUDevice_Type) < 0 || ctxvar_text("CPU_CC") < 0) return -1;
   return tinyc_add(m, "CPUProgram", (PyObject *)&CPUProgram_Type) < 0 || tinyc_add(m, "CPUDevice", (PyObject *)&CPUDevice_Type) < 0 ? -1 : 0;
 }

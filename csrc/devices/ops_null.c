@@ -119,7 +119,7 @@ static const DeviceDef null_device = {
 
 /* tinygrad's EMULATE=AMD / AMD_RDNA4 renders for an AMD target here; tinyc has no AMD renderer yet */
 const DeviceDef *null_open(PyObject *device, void **dev) {
-  const char *emulate = getenv("EMULATE");
+  const char *emulate = ctxvar_text_value("EMULATE");
   if (emulate && *emulate) {
     PyErr_Format(PyExc_RuntimeError, "can't open %S: can't EMULATE device: %s", device, emulate);
     return NULL;

@@ -1142,7 +1142,7 @@ static PyObject *tc_table(const char *name) {
 
 static int PythonRenderer_init(PyObject *self, PyObject *args, PyObject *kw) {
   if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) { PyErr_SetString(PyExc_TypeError, "PythonRenderer() takes no arguments"); return -1; }
-  const char *e = getenv("EMULATE");
+  const char *e = ctxvar_text_value("EMULATE");
   if (!e || !*e) return 0;
   for (size_t i = 0; i < sizeof(emulated) / sizeof(emulated[0]); i++) {
     if (strcmp(e, emulated[i].emulate)) continue;
@@ -1275,7 +1275,7 @@ const DeviceDef *python_open(PyObject *device, void **dev) {
 
 int tinyc_init_ops_python(PyObject *m) {
   if (PyType_Ready(&PythonProgram_Type) < 0 || PyType_Ready(&PythonDevice_Type) < 0 || PyType_Ready(&PythonCompiler_Type) < 0 ||
-      PyType_Ready(&PythonRenderer_Type) < 0) return -1;
+      PyType_Ready(&PythonRenderer_Type) < 0 || ctxvar_text("EMULATE") < 0) return -1;
   PyTypeObject *t = &PythonRenderer_Type;
   if (renderer_set_attr(t, "device", PyUnicode_FromString("PYTHON")) < 0 || renderer_set_attr(t, "code_for_op", python_code_for_op()) < 0) return -1;
   PyType_Modified(t);

@@ -5,8 +5,10 @@
  * writes every C integer registered under the key, so the hot paths read a plain int and see the change at once:
  * no dict lookups, no environment reads. Variables tinyc always read from the environment at each use (CACHELEVEL:
  * tests and users change it with os.environ) register an EnvVar instead: it follows the environment until Python
- * sets a value, and again once that value is reset. Everything here runs under the GIL; the integers are process
- * globals, as tinygrad's ContextVars are (a Context entered in one thread is seen by all). */
+ * sets a value, and again once that value is reset. A string switch (EMULATE, CPU_CC: read when a renderer or device is
+ * made, not on hot paths) registers with ctxvar_text and is read with ctxvar_text_value: the str Python set, else the
+ * environment. Everything here runs under the GIL; the values are process globals, as tinygrad's ContextVars are (a
+ * Context entered in one thread is seen by all). */
 #include "../tinyc.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -49,6 +51,7 @@ typedef struct {
   bool *flags[CTXVAR_SLOTS];     /* read as `if FLAG:` */
   int nints, nflags;
   EnvVar *live;                  /* a variable read from the environment at each use while Python has not set it */
+  bool text;                     /* a string switch: no C integers, the value is `set` (a str) or the environment's */
   PyObject *set;                 /* the value Python set (strong), NULL while the import-time value holds */
 } CtxVar;
 
@@ -88,6 +91,7 @@ int ctxvar_int(const char *key, long *slot) {
   if (env_int(key, slot) < 0) return -1;
   CtxVar *c = ctxvar_entry(key, *slot, true, false);
   if (!c) return -1;
+  if (c->text) { PyErr_Format(PyExc_RuntimeError, "tinyc: ContextVar %s is both a number and a string", key); return -1; }
   *slot = c->value;   /* a later copy takes the value the key has: the first file's, or what Python set */
   c->ints[c->nints++] = slot;
   return 0;
@@ -109,6 +113,20 @@ int ctxvar_env(EnvVar *v) {
   if (c->live && c->live != v) { PyErr_Format(PyExc_RuntimeError, "tinyc: ContextVar %s registered twice", v->key); return -1; }
   c->live = v;
   return 0;
+}
+
+int ctxvar_text(const char *key) {
+  CtxVar *c = ctxvar_entry(key, 0, false, false);
+  if (!c) return -1;
+  if (c->nints || c->nflags || c->live) { PyErr_Format(PyExc_RuntimeError, "tinyc: ContextVar %s is both a number and a string", key); return -1; }
+  c->text = true;
+  return 0;
+}
+
+const char *ctxvar_text_value(const char *key) {
+  const CtxVar *c = ctxvar_find(key);
+  if (c && c->text && c->set) return PyUnicode_AsUTF8(c->set);   /* checked encodable when it was set: cannot fail */
+  return getenv(key);
 }
 
 int ctxvar_read(const char *key, long *value) {
@@ -146,7 +164,29 @@ static PyObject *py_ctxvar_get(PyObject *mod, PyObject *key) {
   UNUSED(mod);
   const CtxVar *c = ctxvar_arg(key);
   if (!c) return NULL;
+  if (c->text && !c->set) { const char *env = getenv(c->key); return PyUnicode_FromString(env ? env : ""); }
   return c->set ? Py_NewRef(c->set) : PyLong_FromLong(ctxvar_now(c));
+}
+
+static PyObject *py_ctxvar_text_keys(PyObject *mod, PyObject *noargs) {
+  UNUSED(mod); UNUSED(noargs);
+  PyObject *l = PyList_New(0);
+  for (int i = 0; l && i < nctxvars; i++) {
+    PyObject *s = ctxvars[i].text ? PyUnicode_FromString(ctxvars[i].key) : NULL;
+    if (ctxvars[i].text && (!s || PyList_Append(l, s) < 0)) Py_CLEAR(l);
+    Py_XDECREF(s);
+  }
+  PyObject *t = l ? PyList_AsTuple(l) : NULL;
+  Py_XDECREF(l);
+  return t;
+}
+
+/* a string switch takes a str (one that encodes to UTF-8, so C can read it); nothing changes when it is refused */
+static PyObject *set_text(CtxVar *c, PyObject *v) {
+  if (!PyUnicode_Check(v)) return PyErr_Format(PyExc_TypeError, "ContextVar %s is a string switch of tinyc, got %.100s", c->key, Py_TYPE(v)->tp_name);
+  if (!PyUnicode_AsUTF8(v)) return NULL;
+  Py_XSETREF(c->set, Py_NewRef(v));
+  Py_RETURN_NONE;
 }
 
 /* the value Python set, or None while the import-time value (or the environment) holds: what Context restores */
@@ -170,6 +210,7 @@ static PyObject *py_ctxvar_set(PyObject *mod, PyObject *const *args, Py_ssize_t 
     ctxvar_write(c, c->initial, false);
     Py_RETURN_NONE;
   }
+  if (c->text) return set_text(c, args[1]);
   PyObject *ix = PyNumber_Index(args[1]);
   if (!ix) {
     if (PyErr_ExceptionMatches(PyExc_TypeError)) {
@@ -190,9 +231,11 @@ static PyObject *py_ctxvar_set(PyObject *mod, PyObject *const *args, Py_ssize_t 
 static PyMethodDef getenv_functions[] = {
   {"_ctxvar_keys", py_ctxvar_keys, METH_NOARGS, "_ctxvar_keys() -> tuple[str, ...]: the ContextVars tinyc reads in C"},
   {"_ctxvar_get", py_ctxvar_get, METH_O, "_ctxvar_get(key): the value tinyc's C code reads for ContextVar key"},
+  {"_ctxvar_text_keys", py_ctxvar_text_keys, METH_NOARGS, "_ctxvar_text_keys() -> tuple[str, ...]: the string switches among them"},
   {"_ctxvar_state", py_ctxvar_state, METH_O, "_ctxvar_state(key): the value Python set for key, None while unset"},
   {"_ctxvar_set", (PyCFunction)(void (*)(void))py_ctxvar_set, METH_FASTCALL,
-   "_ctxvar_set(key, value): set the C integers behind ContextVar key (value an int); None resets to the import-time value"},
+   "_ctxvar_set(key, value): set the C integers behind ContextVar key (value an int; a str for a string switch); None "
+   "resets to the import-time value"},
   {NULL, NULL, 0, NULL},
 };
 

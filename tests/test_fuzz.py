@@ -2,8 +2,8 @@
 process so that a crash fails this test with the case and the command that replays it instead of killing pytest.
 Every case must give a result or an ordinary Python exception: no crash, no SystemError, no runaway recursion.
 
-TINYC_FUZZ_SCALE scales the case counts (20,000 in all at 1; make test runs the suite at 0.5, 10,000 cases, and again
-under AddressSanitizer + UBSan at 0.12, 2,400); `make fuzz` is the long mode (fuzz_run.py)."""
+TINYC_FUZZ_SCALE scales the case counts (20,000 in all at 1; make test runs the suite at 0.4, 8,000 cases, and again
+under AddressSanitizer + UBSan at 0.08, 1,600); `make fuzz` is the long mode (fuzz_run.py)."""
 import os
 import pytest
 from fuzz_run import run_child

@@ -108,6 +108,19 @@ def test_corpus_runs_as_the_clang_build(programs):
 def corpus_ir(programs, n):
   return [tc.src for (_, mode), (_, _, tc) in list(programs.items())[:2 * n] if mode == "opts"]
 
+@pytest.fixture(scope="module")
+def rendered():
+  """{mode: [(LLVM IR, function name)]} of the corpus' first 100 kernels, rendered by tinyc alone (no compile, no
+  tinygrad: test_ir_is_tinygrads holds them to tinygrad's): the sources of the thread, load and memory tests, cheap
+  enough for the sanitizer pass"""
+  ren, out = tinyc.LLVMRenderer(), {m: [] for m in MODES}
+  ren.compiler = None
+  for _, ast in kernel_asts()[:100]:
+    for mode in MODES:
+      p = get_program(from_tinygrad(ast), ren, opts=[] if mode == "noopt" else None)
+      out[mode].append((p.src, p.function_name))
+  return out
+
 def test_objects_are_tinygrads(programs):
   """the object of tinygrad's CPULLVMCompiler (before its own ELF loader) for the same IR, byte for byte: tinyc's pass
   pipeline is tinygrad's (same passes, options, target machine; verified once instead of after each pass)"""
@@ -118,14 +131,14 @@ def test_objects_are_tinygrads(programs):
   print(f"\n{same}/{len(srcs)} LLVM objects identical to tinygrad's")
   assert same == len(srcs)
 
-def test_two_threads_compile_the_bytes_of_serial(programs):
-  srcs, comp = corpus_ir(programs, 24), tinyc.CPULLVMCompiler()
+def test_two_threads_compile_the_bytes_of_serial(rendered):
+  srcs, comp = [src for src, _ in rendered["opts"][:24]], tinyc.CPULLVMCompiler()
   serial = [comp.compile(s) for s in srcs]
   with ThreadPoolExecutor(2) as ex: parallel = list(ex.map(comp.compile, srcs + srcs[::-1]))
   assert parallel == serial + serial[::-1]
 
-def test_a_failing_thread_does_not_disturb_another(programs):
-  srcs, comp, errors = corpus_ir(programs, 16), tinyc.CPULLVMCompiler(), []
+def test_a_failing_thread_does_not_disturb_another(rendered):
+  srcs, comp, errors = [src for src, _ in rendered["opts"][:16]], tinyc.CPULLVMCompiler(), []
   serial = [comp.compile(s) for s in srcs]
   def bad():
     for i in range(len(srcs)):
@@ -146,9 +159,9 @@ def test_bad_ir_raises_compile_error_with_llvms_message():
   with pytest.raises(TypeError): comp.compile(b"bytes")
   assert comp.compile("define void @f() {\n  ret void\n}")[:4] == b"\x7fELF"   # the thread's state is fine after errors
 
-def test_truncated_or_garbage_object_raises_on_load(programs):
-  lib = programs[(kernel_asts()[0][0], "noopt")][2].lib
-  fname = programs[(kernel_asts()[0][0], "noopt")][2].function_name
+def test_truncated_or_garbage_object_raises_on_load(rendered):
+  src, fname = rendered["noopt"][0]
+  lib = tinyc.CPULLVMCompiler().compile(src)
   for cut in (0, 4, 63, 64, 200, len(lib) // 2, len(lib) - 1):
     with pytest.raises(RuntimeError): tinyc.CPUProgram(fname, lib[:cut])
   with pytest.raises(RuntimeError): tinyc.CPUProgram(fname, lib[:64] + bytes(len(lib) - 64))
@@ -263,9 +276,9 @@ def test_constants_render_as_tinygrads(dt, v):
   uops.insert(-1, uops[-1].src[0])
   assert tinyc.LLVMRenderer().render(uops) == TgLLVMRenderer().render([to_tinygrad(u) for u in uops])
 
-def test_compiling_and_loading_leaves_memory_flat(programs):
+def test_compiling_and_loading_leaves_memory_flat(rendered):
   """200 compiles + loads to warm up (contexts are replaced every 64 compiles of a thread), then 200 more: RSS flat"""
-  items = [(tc.src, tc.function_name) for (_, mode), (_, _, tc) in programs.items() if mode == "noopt"][:100]
+  items = rendered["noopt"]
   comp = tinyc.CPULLVMCompiler()
   def rounds(n):
     for i in range(n):

@@ -750,13 +750,14 @@ static PyObject *take_exception(void) {
   return value;
 }
 
-/* tinygrad's select_first_inited: the first candidate whose renderer (and compiler) construct; else an ExceptionGroup of
- * why each failed */
+/* the device's pair from now on: a (renderer, compiler) tuple of self->made */
 static void choose(CompiledObject *self, PyObject *made_pair) {
   Py_XSETREF(self->renderer, Py_NewRef(PyTuple_GET_ITEM(made_pair, 0)));
   Py_XSETREF(self->compiler, Py_NewRef(PyTuple_GET_ITEM(made_pair, 1)));
 }
 
+/* tinygrad's select_first_inited with its cache: the first candidate made before, or the first whose renderer (and
+ * compiler) construct; else an ExceptionGroup of why each failed */
 static int first_inited(CompiledObject *self, const CompilerSet *cs, unsigned candidates) {
   if (!self->made) {
     if (!(self->made = PyList_New(cs->npairs))) return -1;

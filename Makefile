@@ -59,7 +59,7 @@ ASAN_TESTS += $(IMAGES_ASAN_TESTS)
 # runs it; the sanitizer pass keeps the file's other tests (from_uop, pickles, estimates on hand-made and bad programs)
 ASAN_DESELECT := --deselect tests/test_program_spec.py::test_from_uop_matches_tinygrad
 
-.PHONY: deps build asan-build test asan-test fuzz demo bench clean
+.PHONY: deps build asan-build test suite asan-suite asan-test fuzz demo bench clean
 
 deps:
 	@for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -74,11 +74,19 @@ asan-build: deps
 	@TINYC_SANITIZE=1 $(PYTHON) setup.py -q build_ext --build-lib $(ASAN_LIB) --build-temp build-asan/tmp -j 2
 	@cd tinyc && find . -name '*.py' -exec cp --parents {} ../$(ASAN_LIB)/tinyc/ \;
 
-# the suite (8,000 fuzz cases among it), then its sanitizer part (1,600 more); either failing fails. (Built while the
-# suite runs, the sanitizer build made the suite's timings noisy enough to fail BEAM's test: it is built first.)
+# the suite (8,000 fuzz cases among it) and its sanitizer part (1,600 more), side by side: the suite waits on clang and
+# its child processes about half of its time, so the two share the two cores. Each one's output is printed when it
+# ends; either failing fails. (Both builds come first: built while the suite ran, the sanitizer build's compiles
+# starved the suite enough to fail BEAM's test.)
 test: build asan-build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target suite asan-suite
+
+suite:
 	TINYC_FUZZ_SCALE=0.4 $(PY) -m pytest -q --durations=25 tests
-	cd build-asan && $(SAN_ENV) TINYC_FUZZ_SCALE=0.08 $(PY) -m pytest -q -x -p no:cacheprovider --rootdir=$(CURDIR) $(ASAN_DESELECT) $(addprefix $(CURDIR)/,$(ASAN_TESTS))
+
+asan-suite:
+	cd build-asan && $(SAN_ENV) TINYC_FUZZ_SCALE=0.08 $(PY) -m pytest -q -x -p no:cacheprovider --basetemp=$(CURDIR)/build-asan/pytest-tmp \
+	  --rootdir=$(CURDIR) $(ASAN_DESELECT) $(addprefix $(CURDIR)/,$(ASAN_TESTS))
 
 # the whole suite on the sanitizer build (slow)
 asan-test: asan-build

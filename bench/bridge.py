@@ -40,7 +40,7 @@ def child(bridge_on: bool):
   comp = type(Device["CPU"].compiler)   # tinygrad's compiler, and the bridge's: its libs made by tinyc, on the pool's threads
   comp.compile = timed(comp.compile, "compile_cpu")
   if bridge_on:
-    for made in (bridge._ClangJitLoaded, bridge._JitLoaded): made.compile_cached = timed(made.compile_cached, "compile_cpu")
+    bridge._JitLoaded.compile_cached = timed(bridge._JitLoaded.compile_cached, "compile_cpu")
   realize.CompiledRunner.__call__ = timed(realize.CompiledRunner.__call__, "run")
   gp = realize.get_program
   def counted(*a, **kw):

@@ -140,11 +140,12 @@ _tg_run_schedule = _tg_realize.run_schedule
 _TC_CONTEXT = {k: int(os.environ.get(k) or d) for k, d in (("BEAM", 0), ("NOOPT", 0), ("DEVECTORIZE", 1))}
 
 class _JitLoaded:
-  """tinyc's LLVM object as tinygrad's CPULLVMCompiler returns it: through tinygrad's jit_loader (a flat image)."""
-  def __init__(self, compiler): self.compiler = compiler
+  """An object tinyc compiles, as tinygrad's jitted CPU compilers return it: through tinygrad's own jit_loader (a flat
+  image; a tenth of a millisecond, in Python). compile(src) -> the object's bytes."""
+  def __init__(self, compile): self.compile = compile
   def compile_cached(self, src):
     from tinygrad.runtime.support.elf import jit_loader
-    return jit_loader(self.compiler.compile_cached(src))
+    return jit_loader(self.compile(src))
 
 class _Uncached:
   """A tinygrad compiler's compile alone: tinygrad's disk cache is one sqlite connection that only its creating thread
@@ -164,22 +165,15 @@ def _uncompiled(ren):
   ren.compiler = None   # the bridge compiles (on the pool, with the lib tinygrad's runtime loads)
   return ren
 
-class _ClangJitLoaded:
-  """tinygrad ClangJITCompiler's lib, made by tinyc: its clang command in C without the GIL (tinyc.ClangObjectCompiler,
-  the same object bytes), then tinygrad's own jit_loader on them (a tenth of a millisecond, in Python)."""
-  def __init__(self): self.compiler = tinyc.ClangObjectCompiler()
-  def compile_cached(self, src):
-    from tinygrad.runtime.support.elf import jit_loader
-    return jit_loader(self.compiler.compile(src))
-
 def _route_clang_jit(ren):
   if (c := ren.compiler) is None: return None
-  # tinygrad's own ClangJITCompiler is replaced by the same command run from C; a compiler of another type is run as it is
-  compiler = _ClangJitLoaded() if type(c) is _TgClangJITCompiler else _Uncached(c)
+  # tinygrad's own ClangJITCompiler is replaced by the same clang command run from C without the GIL (the same object
+  # bytes: tinyc.ClangObjectCompiler), then its jit_loader; a compiler of another type is run as it is
+  compiler = _JitLoaded(tinyc.ClangObjectCompiler().compile) if type(c) is _TgClangJITCompiler else _Uncached(c)
   return _Route(_uncompiled(tinyc.ClangJITRenderer()), compiler, getattr(c, "cachekey", None))
 def _route_clang(ren): return _Route(_uncompiled(tinyc.ClangRenderer()), None, None)
 def _route_llvm(ren):
-  return _Route(_uncompiled(tinyc.LLVMRenderer()), _JitLoaded(tinyc.CPULLVMCompiler()), None) if _C.HAVE_LLVM else None
+  return _Route(_uncompiled(tinyc.LLVMRenderer()), _JitLoaded(tinyc.CPULLVMCompiler().compile_cached), None) if _C.HAVE_LLVM else None
 
 # tinygrad's renderer classes that tinyc has, by exact type (a subclass may change what it renders)
 _ROUTES = {TgClangJITRenderer: _route_clang_jit, TgClangRenderer: _route_clang, TgLLVMRenderer: _route_llvm}

@@ -142,18 +142,20 @@ static const char *cc_name(void) {
   return cc && *cc ? cc : "clang";
 }
 
-static int ClangCompiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
+/* Compiler.__init__(cachekey) with this compiler's default key; fmt names the type in argument errors ("|O:Name") */
+static int init_with_default_key(CompilerObject *self, PyObject *args, PyObject *kw, const char *fmt, const char *dflt) {
   static char *kwlist[] = {"cachekey", NULL};
   PyObject *key = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ClangCompiler", kwlist, &key)) return -1;
-  PyObject *dflt = key ? Py_NewRef(key) : PyUnicode_FromString("compile_clang_so");
-  if (!dflt) return -1;
-  PyObject *a = PyTuple_Pack(1, dflt);
-  Py_DECREF(dflt);
+  if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &key)) return -1;
+  PyObject *a = key ? PyTuple_Pack(1, key) : Py_BuildValue("(s)", dflt);
   if (!a) return -1;
   int rc = Compiler_Type.tp_init((PyObject *)self, a, NULL);
   Py_DECREF(a);
   return rc;
+}
+
+static int ClangCompiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
+  return init_with_default_key(self, args, kw, "|O:ClangCompiler", "compile_clang_so");
 }
 
 /* tinygrad's --target for ClangJITCompiler's objects: <machine>-none-unknown-elf (freestanding: no libc, no loader) */
@@ -273,14 +275,7 @@ static PyTypeObject ClangCompiler_Type = {
 /* ClangObjectCompiler: the clang step of tinygrad's ClangJITCompiler alone (the same command, so the same bytes), for
  * whoever loads objects itself: tinygrad's jit_loader (the bridge) or LLVM's JIT linker. */
 static int ClangObjectCompiler_init(CompilerObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"cachekey", NULL};
-  PyObject *key = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:ClangObjectCompiler", kwlist, &key)) return -1;
-  PyObject *a = key ? PyTuple_Pack(1, key) : Py_BuildValue("(s)", "compile_clang_obj");
-  if (!a) return -1;
-  int rc = Compiler_Type.tp_init((PyObject *)self, a, NULL);
-  Py_DECREF(a);
-  return rc;
+  return init_with_default_key(self, args, kw, "|O:ClangObjectCompiler", "compile_clang_obj");
 }
 
 /* compile(src) -> the relocatable object's bytes */

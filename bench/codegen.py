@@ -8,7 +8,12 @@
    in ms per kernel; the cycle collector is paused in both while timing. tinyc runs twice: as it is, and inside a
    tinyc.helpers.Context that sets every switch its C code reads (to its current value) with tinygrad's Context
    followed (the bridge's hook): the cost of run-time Context reads, which must stay within 2%.
-2. Per kernel of a sample: compile (tinyc: clang to a shared object; tinygrad: clang to an object + its ELF loader),
+2. get_program without compiling (the Clang renderer has no compiler), the heuristics choosing the opts in each library:
+   per kernel AST of the corpus, best of 3, the sources compared.
+3. BEAM's workload: get_program (no compile) of every candidate get_kernel_actions makes of a 512 matmul, then of every
+   candidate of its three fastest children (chosen once, before timing, by running tinyc's builds of the first round:
+   the same three actions in both libraries), as BEAM's second round does. Best of 3, the sources compared.
+4. Per kernel of a sample: compile (tinyc: clang to a shared object; tinygrad: clang to an object + its ELF loader),
    compile_cached on a cache hit (both SQLite), launch overhead of a CompiledRunner call (no wait), and the
    kernel's run time (wait=True, best of 5) on the same source.
 """
@@ -55,6 +60,8 @@ def stages(lib, ast):
 
 TG_REN, TC_REN = TgClangRenderer(), tinyc.ClangRenderer()
 
+def strip_name(src): return re.sub(r"(void \w+?)n\d+\(", r"\1(", src)   # tinygrad's kernel names carry a per-process counter
+
 def in_context(run):
   """run() inside a Context that sets every key tinyc's C reads to the value it has, tinygrad's Context followed"""
   from tinyc import helpers
@@ -81,7 +88,7 @@ def main():
     for lib in ("tinygrad", "tinyc", "tinyc in Context"):
       tot, srcs, n = in_context(lambda: corpus_run(lib, blob)) if lib == "tinyc in Context" else corpus_run(lib, blob)
       if lib not in best or sum(tot) < sum(best[lib][0]): best[lib] = (tot, srcs)
-  strip = lambda s: re.sub(r"(void \w+?)n\d+\(", r"\1(", s)   # tinygrad's kernel names carry a per-process counter
+  strip = strip_name
   same = sum(strip(a) == strip(b) for a, b in zip(best["tinygrad"][1], best["tinyc"][1]))
   print(f"codegen over {n} corpus kernels (tinygrad's heuristic opts), ms per kernel, best of {REPEAT}; identical source {same}/{n}")
   print(f"{'stage':<12}{'tinygrad':>10}{'tinyc':>10}{'ratio':>9}")
@@ -93,6 +100,73 @@ def main():
   c = sum(best["tinyc in Context"][0]) / n * 1e3
   assert list(map(strip, best["tinyc in Context"][1])) == list(map(strip, best["tinyc"][1]))
   print(f"tinyc inside a Context setting every switch C reads: {c:.3f} ms per kernel, {100 * (c / b - 1):+.1f}% (goal: within 2%)")
+
+def get_program_row():
+  from tinyc.codegen import get_program as tc_get_program
+  blob = pickle.dumps([(ast, from_tinygrad(ast)) for _, ast in corpus.kernel_asts()[: 30 if QUICK else None]])
+  best, srcs = {}, {}
+  for _ in range(REPEAT):
+    for lib in ("tinygrad", "tinyc"):
+      ks = pickle.loads(blob)
+      gc.collect(); gc.disable()
+      t0 = time.perf_counter()
+      out = [tg_get_program(tg, TG_REN).src for tg, _ in ks] if lib == "tinygrad" else [tc_get_program(tc, TC_REN).src for _, tc in ks]
+      t = time.perf_counter() - t0
+      gc.enable()
+      best[lib], srcs[lib] = min(best.get(lib, t), t), out
+  n = len(srcs["tinyc"])
+  same = sum(strip_name(a) == strip_name(b) for a, b in zip(srcs["tinygrad"], srcs["tinyc"]))
+  a, b = best["tinygrad"] / n * 1e3, best["tinyc"] / n * 1e3
+  print(f"\nget_program without compiling over {n} corpus kernels (each library's heuristics), ms per kernel, best of {REPEAT}; "
+        f"identical source {same}/{n}")
+  print(f"{'get_program':<12}{a:>10.3f}{b:>10.3f}{a / b:>8.1f}x")
+
+def beam_workload_row(n=512):
+  """get_program of every first-round candidate of BEAM on an n-matmul, then of every candidate of its three fastest"""
+  import tinygrad.codegen.opt.search as tg_search
+  from tinygrad import Tensor
+  from tinygrad.codegen.opt.postrange import Scheduler as TgScheduler
+  from tinyc import search as tc_search
+  from tinyc.codegen import get_program as tc_get_program
+  tg_ast = (Tensor.empty(n, n) @ Tensor.empty(n, n)).schedule()[-1].ast
+  tc_ast = from_tinygrad(tg_ast)
+  libs = {"tinygrad": (TgScheduler, tg_search.get_kernel_actions, tg_get_program, tg_ast, TG_REN),
+          "tinyc": (tinyc.Scheduler, tc_search.get_kernel_actions, tc_get_program, tc_ast, TC_REN)}
+  def root(lib):
+    Sched, _, _, ast, ren = libs[lib]
+    s = Sched(ast, ren)
+    s.convert_loop_to_global()
+    return s
+  def build(lib, sched): return libs[lib][2](sched.copy().get_optimized_ast(name_override="test"), libs[lib][4])
+  # the three fastest first-round candidates, by running tinyc's builds on the CPU device (outside the timing)
+  dev_ren = tinyc.Device["CPU"].renderer
+  first = tc_search.get_kernel_actions(root("tinyc"))
+  bufs = tc_search.bufs_from_ast(tc_ast, "CPU")
+  for b in bufs: b.ensure_allocated()
+  speed = {}
+  for i, s in first.items():
+    try: p = tc_get_program(s.copy().get_optimized_ast(name_override="test"), dev_ren)
+    except Exception: continue
+    speed[i] = min(tc_search.time_program(p, bufs, cnt=5, allow_test_size=False))
+  fastest = sorted(speed, key=speed.get)[:3]
+  def workload(lib):
+    acts = libs[lib][1](root(lib))
+    out = [build(lib, s) for s in acts.values()]
+    for i in fastest: out += [build(lib, s) for s in libs[lib][1](acts[i]).values()]
+    return out
+  best, progs = {}, {}
+  for _ in range(REPEAT):
+    for lib in libs:
+      gc.collect(); gc.disable()
+      t0 = time.perf_counter(); out = workload(lib); t = time.perf_counter() - t0
+      gc.enable()
+      best[lib], progs[lib] = min(best.get(lib, t), t), out
+  k = len(progs["tinyc"])
+  same = sum(a.src == b.src for a, b in zip(progs["tinygrad"], progs["tinyc"])) if len(progs["tinygrad"]) == k else 0
+  uops = sorted(len(p.uops) for p in progs["tinyc"])
+  print(f"\nBEAM's workload on a {n} matmul: {k} candidates ({uops[0]} to {uops[-1]} uops; first round, then the candidates of "
+        f"actions {fastest}), best of {REPEAT}; identical source {same}/{k}")
+  print(f"{'candidates':<12}{best['tinygrad'] * 1e3:>9.1f}ms{best['tinyc'] * 1e3:>8.1f}ms{best['tinygrad'] / best['tinyc']:>8.1f}x")
 
 def device_stages():
   import numpy as np
@@ -132,4 +206,6 @@ def device_stages():
 
 if __name__ == "__main__":
   main()
+  get_program_row()
+  beam_workload_row()
   device_stages()

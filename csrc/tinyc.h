@@ -8,6 +8,9 @@
 #include <stdbool.h>
 
 #define UNUSED(x) ((void)(x))
+/* thread-local storage the hot paths read (the rule pool, the rewrite depth): initial-exec puts the module's few bytes in
+ * the static TLS block, so a read is a load rather than a call to __tls_get_addr */
+#define FAST_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* Add an object to a module under its name; steals nothing, returns -1 on error. */
 static inline int tinyc_add(PyObject *module, const char *name, PyObject *obj) {

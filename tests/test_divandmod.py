@@ -237,3 +237,36 @@ def test_no_leak():
   before = _C._intern_count()
   run(); gc.collect()
   assert _C._intern_count() == before
+
+# ---- the memo of fold_divmod_general's None answers (tinygrad's functools.cache) ----
+
+def test_fold_memo_gives_the_uncached_answer():
+  """A node fold_divmod_general leaves alone remembers it (per CORRECT_DIVMOD_FOLDING value): the same live nodes
+  rewritten again, the switch flipped between rounds, give tinygrad's answer each time, as fresh nodes do"""
+  from tinyc import helpers as tch
+  from tinygrad import helpers as tgh
+  flag_mattered = 0
+  try:
+    for seed in range(400):
+      tg, tc = gen_expr(TG, seed), gen_expr(TC, seed)   # tc stays alive through the rounds, its nodes' memo with it
+      got = []
+      for flag in (1, 0, 1, 0):
+        tg_divandmod.fold_divmod_general.cache_clear()   # tinygrad's cache ignores the switch's later changes
+        with tgh.Context(CORRECT_DIVMOD_FOLDING=flag): want = rewrite_outcome(TG, tg, TG_PM)
+        with tch.Context(CORRECT_DIVMOD_FOLDING=flag): got.append(rewrite_outcome(TC, tc, TC_PM))
+        assert same_outcome(got[-1], want), (seed, flag)
+      flag_mattered += got[0] != got[1]
+  finally: tg_divandmod.fold_divmod_general.cache_clear()
+  assert flag_mattered >= 2   # the rounds did test the two memo bits apart
+
+def test_fold_memo_keeps_no_node_alive():
+  """the memo is a bit on the node: rewriting live nodes again and dropping them leaves no node behind"""
+  def run():
+    exprs = [gen_expr(TC, s) for s in range(200)]
+    for _ in range(3): outs = [tinyc.graph_rewrite(e, TC_PM) for e in exprs]
+    del exprs, outs
+  run(); gc.collect()
+  before = _C._intern_count()
+  for _ in range(3): run()
+  gc.collect()
+  assert _C._intern_count() == before

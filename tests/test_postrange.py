@@ -212,6 +212,26 @@ def test_bad_input():
   with pytest.raises(RuntimeError, match="no progress"): ck.copy().apply_opt(tinyc.Opt(tinyc.OptOps.UPCAST, 0, 1))   # tinygrad hangs
   assert ck.applied_opts == []
 
+def test_ranges_follow_the_ast():
+  """A Scheduler sorts its kernel's ranges once per ast: after every opt, in a copy that diverges from its original,
+  and after `ast` is set, the axes are tinygrad's for that ast (a stale cache would show the old ones)"""
+  checked = 0
+  for kname, ast in captured("clang")[:40]:
+    tk, ck = schedulers(ast, "clang")
+    ck.full_shape   # fills the cache of the original
+    for opt in (TgOpt(TgOptOps.UPCAST, 0, 4), TgOpt(TgOptOps.UNROLL, 0, 4), TgOpt(TgOptOps.UPCAST, 1, 2)):
+      tk2, ck2 = tk.copy(), ck.copy()
+      try: tk2.apply_opt(opt)
+      except TgKernelOptError:
+        with pytest.raises(tinyc.KernelOptError): ck2.apply_opt(_to_tc_arg(opt))
+        continue
+      ck2.apply_opt(_to_tc_arg(opt))
+      assert same_state(tk2, ck2) and same_state(tk, ck), (kname, opt)
+      tk.ast, ck.ast = tk2.ast, ck2.ast   # the setter: the original now schedules the changed kernel
+      assert conv(tk.full_shape) == ck.full_shape and [from_tinygrad(r) for r in tk.rngs] == ck.rngs, (kname, opt)
+      checked += 1
+  assert checked >= 20
+
 def test_memory_flat():
   """repeated scheduling (opts, errors, copies, names) leaves no UOps and no references behind"""
   import gc

@@ -5,7 +5,7 @@
  * The folder's arithmetic is written with Python's operators (n_add, n_mul, ... on numbers or UOps):
  * tinyc's UOp operators build the very graph tinygrad's expressions build (int + UOp is the reversed
  * add, UOp - int adds the negated int, ...), so the shape of every result matches tinygrad's.
- * tinygrad memoizes fold_divmod_general; the result only depends on the node, so we recompute. */
+ * tinygrad memoizes fold_divmod_general; its None answers are memoized on the node (UOpExtra.no_fold). */
 #include "native.h"
 
 static bool correct_divmod_folding;   /* CORRECT_DIVMOD_FOLDING: a ContextVar, a Context changes it */
@@ -52,12 +52,19 @@ static PyObject *divides(UOp *u, PyObject *v) { return u && v ? pool_keep(uop_di
 
 static PyObject *split_uop(UOp *u, Op sep) { return u ? pool_keep(uop_split_uop_list(u, sep)) : NULL; }   /* list(u.split_uop(sep)) */
 
-/* UOp.gcd(*uops, y) */
-static UOp *gcd_with(PyObject *uops, UOp *y) {
+/* the tuple (*uops, y) */
+static PyObject *with_last(PyObject *uops, UOp *y) {
   PyObject *all = pool_keep(PyList_GetSlice(uops, 0, LEN(uops)));
-  if (append(all, AS_PY(y)) < 0) return NULL;
-  PyObject *args = pool_keep(PyList_AsTuple(all));
-  return args ? need_uop(pool_keep(uop_gcd(args))) : NULL;
+  return append(all, AS_PY(y)) < 0 ? NULL : pool_keep(PyList_AsTuple(all));
+}
+
+/* UOp.gcd(*uops, y).simplify(); NULL without an exception when that is surely CONST 1, which both users of it give up
+ * on: the common case, told from gcd's parts without building the product and rewriting it */
+static UOp *gcd_simplified(PyObject *uops, UOp *y) {
+  PyObject *args = with_last(uops, y);
+  int one = args ? uop_gcd_is_one(args) : -1;
+  if (one) return NULL;
+  return u_simplify(need_uop(pool_keep(uop_gcd(args))));
 }
 
 /* u.pop_const(Ops.MUL): (the factor, the constant multiplier) */
@@ -249,7 +256,7 @@ static UOp *fold_divmod_congruence(DivMod *s) {
 static UOp *gcd_with_remainder(DivMod *s) {
   TEST(nonneg, cmpi(s->x_min, Py_GE, 0));
   if (!nonneg) return NULL;
-  UOp *g = u_simplify(gcd_with(s->uops, s->y));
+  UOp *g = gcd_simplified(s->uops, s->y);
   if (!g || g->op != OP_CONST) return NULL;
   TEST(above_one, cmpi(g->arg, Py_GT, 1));
   if (!above_one) return NULL;
@@ -306,7 +313,7 @@ static UOp *constant_denominator_rules(DivMod *s) {
 
 /* divide_by_gcd: x//y -> (x/g)//(y/g), x%y -> ((x/g)%(y/g))*g for the common factor g of all terms and y */
 static UOp *divide_by_gcd(DivMod *s) {
-  UOp *g = u_simplify(gcd_with(s->all_uops, s->y));
+  UOp *g = gcd_simplified(s->all_uops, s->y);
   if (!g) return NULL;
   if (g->op == OP_CONST) {
     TEST(one, cmpi(g->arg, Py_EQ, 1));
@@ -348,7 +355,19 @@ static UOp *factor_remainder(DivMod *s) {
   return s->is_mod ? u_mod(new_x, s->y) : need_uop(n_add(AS_PY(u_idiv(new_x, s->y)), py_sum(quo)));
 }
 
+static UOp *fold_divmod_sub_rules(UOp *d, bool correct);
+
+/* tinygrad's functools.cache on fold_divmod_general, for its None answers: they depend only on the node (immutable) and
+ * the switch, and the bit dies with the node */
 static UOp *fold_divmod_general(UOp *d, bool correct) {
+  uint8_t bit = correct ? UOP_NO_FOLD_DIVMOD_CORRECT : UOP_NO_FOLD_DIVMOD;
+  if (d->extra && (d->extra->no_fold & bit)) return NULL;
+  UOp *r = fold_divmod_sub_rules(d, correct);
+  if (!r && !PyErr_Occurred() && uop_extra(d)) d->extra->no_fold |= bit;
+  return r;
+}
+
+static UOp *fold_divmod_sub_rules(UOp *d, bool correct) {
   if (d->nsrc != 2) return (UOp *)PyErr_Format(PyExc_ValueError, "%s needs two sources", d->op == OP_MOD ? "MOD" : "IDIV");
   DivMod s = {.d = d, .x = d->src[0], .y = d->src[1], .is_mod = d->op == OP_MOD, .correct = correct};
   if (read_bounds(&s) < 0) return NULL;

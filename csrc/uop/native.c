@@ -8,8 +8,8 @@
  * running in one thread can let another run (a Python __eq__ of an arg gives up the GIL), whose rules must not
  * release what the first one still holds. The list belongs to the thread state's dict (freed with it); tls_pool
  * caches it for the OS thread while tls_state_id still names the thread state it came from. */
-static _Thread_local PyObject *tls_pool;
-static _Thread_local uint64_t tls_state_id;
+static FAST_TLS PyObject *tls_pool;
+static FAST_TLS uint64_t tls_state_id;
 static PyObject *pool_key;
 static PyObject *namespace;     /* globals the pattern expressions are evaluated in */
 static PyObject *registry;      /* dict name -> PatternMatcher */

@@ -567,49 +567,69 @@ fail:
   return NULL;
 }
 
-/* the common factor: shared MUL-leaves (Counter &), times the gcd of the const factors, multiplied up from 1
- * as math.prod does (so the const ends up at the top) */
-PyObject *uop_gcd(PyObject *args) {
+/* UOp.gcd's parts: the gcd of the terms' const factors and the MUL-leaves every term shares (Counter &: an insertion-
+ * ordered dict leaf -> count, in the first term's order), and the first term; new references, -1 on error */
+static int gcd_parts(PyObject *args, PyObject **factor_gcd, PyObject **common, PyObject **first_term) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
-  if (n == 0) return PyErr_Format(PyExc_TypeError, "gcd needs at least one UOp");
-  PyObject *factors = PyTuple_New(n), *common = NULL, *first_term = NULL, *ret = NULL;
-  if (!factors) return NULL;
+  if (n == 0) { PyErr_Format(PyExc_TypeError, "gcd needs at least one UOp"); return -1; }
+  PyObject *factors = PyTuple_New(n);
+  *factor_gcd = *common = *first_term = NULL;
+  if (!factors) return -1;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *u = PyTuple_GET_ITEM(args, i);
-    if (!UOp_Check(u)) { PyErr_Format(PyExc_TypeError, "gcd takes UOps"); goto end; }
-    if (uop_check_form((UOp *)u, "gcd") < 0) goto end;
+    if (!UOp_Check(u)) { PyErr_Format(PyExc_TypeError, "gcd takes UOps"); goto fail; }
+    if (uop_check_form((UOp *)u, "gcd") < 0) goto fail;
     PyObject *f = uop_const_factor((UOp *)u), *term = f ? uop_divides((UOp *)u, f) : NULL;
-    if (!term) { Py_XDECREF(f); goto end; }
+    if (!term) { Py_XDECREF(f); goto fail; }
     PyTuple_SET_ITEM(factors, i, f);
     PyObject *counts = mul_leaf_counts(term);
-    if (i == 0) first_term = Py_NewRef(term);
+    if (i == 0) *first_term = Py_NewRef(term);
     Py_DECREF(term);
-    if (!counts) goto end;
-    if (!common) { common = counts; continue; }
-    PyObject *keys = PyDict_Keys(common);   /* intersect: keep keys of the first, min count */
+    if (!counts) goto fail;
+    if (!*common) { *common = counts; continue; }
+    PyObject *keys = PyDict_Keys(*common);   /* intersect: keep keys of the first, min count */
     for (Py_ssize_t k = 0; keys && k < PyList_GET_SIZE(keys); k++) {
       PyObject *key = PyList_GET_ITEM(keys, k), *other = PyDict_GetItem(counts, key);
-      long a = PyLong_AsLong(PyDict_GetItem(common, key)), b = other ? PyLong_AsLong(other) : 0, m = a < b ? a : b;
+      long a = PyLong_AsLong(PyDict_GetItem(*common, key)), b = other ? PyLong_AsLong(other) : 0, m = a < b ? a : b;
       PyObject *mv = PyLong_FromLong(m);
-      if (!mv || (m > 0 ? PyDict_SetItem(common, key, mv) : PyDict_DelItem(common, key)) < 0) { Py_XDECREF(mv); Py_CLEAR(keys); break; }
+      if (!mv || (m > 0 ? PyDict_SetItem(*common, key, mv) : PyDict_DelItem(*common, key)) < 0) { Py_XDECREF(mv); Py_CLEAR(keys); break; }
       Py_DECREF(mv);
     }
     Py_DECREF(counts);
-    if (!keys) goto end;
+    if (!keys) goto fail;
     Py_DECREF(keys);
   }
-  PyObject *g = PyObject_Call(math_gcd, factors, NULL), *cst = g ? (PyObject *)uop_const_like((UOp *)first_term, g) : NULL;
-  Py_XDECREF(g);
-  if (!cst) goto end;
-  ret = PyLong_FromLong(1);
+  if (!(*factor_gcd = PyObject_Call(math_gcd, factors, NULL))) goto fail;
+  Py_DECREF(factors);
+  return 0;
+fail:
+  Py_DECREF(factors); Py_CLEAR(*common); Py_CLEAR(*first_term);
+  return -1;
+}
+
+/* the common factor: shared MUL-leaves times the gcd of the const factors, multiplied up from 1 as math.prod does (so
+ * the const ends up at the top) */
+PyObject *uop_gcd(PyObject *args) {
+  PyObject *g, *common, *first_term;
+  if (gcd_parts(args, &g, &common, &first_term) < 0) return NULL;
+  PyObject *cst = (PyObject *)uop_const_like((UOp *)first_term, g), *ret = cst ? PyLong_FromLong(1) : NULL;
   Py_ssize_t pos = 0;
   PyObject *key, *cnt;
   while (ret && PyDict_Next(common, &pos, &key, &cnt))
     for (long c = PyLong_AsLong(cnt); ret && c > 0; c--) Py_SETREF(ret, PyNumber_Multiply(ret, key));
   if (ret) Py_SETREF(ret, PyNumber_Multiply(ret, cst));
-  Py_DECREF(cst);
-end:
-  Py_XDECREF(factors); Py_XDECREF(common); Py_XDECREF(first_term);
+  Py_XDECREF(cst); Py_DECREF(g); Py_DECREF(common); Py_DECREF(first_term);
+  return ret;
+}
+
+/* 1 when UOp.gcd(*uops) is 1 * CONST(1): no shared leaf and coprime const factors, so its simplify() is CONST 1 without
+ * building or rewriting it; 0 when it may be anything else; -1 with gcd's error */
+int uop_gcd_is_one(PyObject *args) {
+  PyObject *g, *common, *first_term;
+  if (gcd_parts(args, &g, &common, &first_term) < 0) return -1;
+  int overflow = 0;
+  int ret = PyDict_GET_SIZE(common) == 0 && PyLong_CheckExact(g) && PyLong_AsLongAndOverflow(g, &overflow) == 1 && !overflow;
+  Py_DECREF(g); Py_DECREF(common); Py_DECREF(first_term);
   return ret;
 }
 static PyObject *UOp_gcd(PyObject *cls, PyObject *args) { UNUSED(cls); return uop_gcd(args); }

@@ -530,8 +530,10 @@ RULE(add_of_same_gates, tt, ff, t, f, y, c) {
   if (!const_pair(t, tt) && !const_pair(f, ff)) return NULL;
   return u_add(y, u_where(c, u_add(t, tt), u_add(f, ff)));
 }
-/* a node whose range is a single value -> that value */
+/* a node whose range is a single value -> that value. A float ALU's range is its dtype's, (-inf, inf) (_min_max has no
+ * rule for it): never one value, and no bounds need computing to say so. */
 RULE(fold_single_value, x) {
+  if (IN_GROUP(x->op, ALU) && dtype_is_float(x->dtype)) return NULL;
   PyObject *lo = vmin(x);
   int eq = n_eq(lo, vmax(x));
   return eq <= 0 ? NULL : u_const_like(x, lo);

@@ -15,7 +15,12 @@ typedef struct UOpExtra {
   PyObject *vmax;
   PyObject *key;        /* cached content hash (bytes) */
   PyObject *bslice;     /* cached backward_slice dict (without the node: no reference cycle) */
+  uint8_t no_fold;      /* UOP_NO_FOLD_*: node-only functions known to answer None here (tinygrad memoizes them) */
 } UOpExtra;
+
+/* UOpExtra.no_fold: fold_divmod_general(d, correct) gave None, for correct false / true. Only the None answers are
+ * kept: a result would hold a graph from the node's extra, and it costs only its one call to make again. */
+enum { UOP_NO_FOLD_DIVMOD = 1, UOP_NO_FOLD_DIVMOD_CORRECT = 2 };
 
 typedef struct UOp {
   PyObject_HEAD
@@ -99,6 +104,7 @@ PyObject *uop_split_uop_list(UOp *u, Op sep);       /* list(u.split_uop(sep)) */
 PyObject *uop_const_factor(UOp *u);                 /* u.const_factor(): a Python int */
 PyObject *uop_divides(UOp *u, PyObject *v);         /* u.divides(v): the quotient UOp, or None */
 PyObject *uop_gcd(PyObject *uops);                  /* UOp.gcd(*uops) of a tuple of UOps */
+int uop_gcd_is_one(PyObject *uops);                 /* 1 when UOp.gcd(*uops) surely simplifies to CONST 1, 0 when not sure, -1 */
 int uop_overflows(UOp *u, DType *dtype);            /* u.overflows(dtype): 1, 0, or -1 */
 UOp *uop_bind(UOp *var, PyObject *val);             /* var.bind(val), val an int or a UOp */
 PyObject *uop_unbind(UOp *u);                       /* u.unbind(): the (variable, value) tuple */

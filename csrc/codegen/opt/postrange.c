@@ -33,8 +33,16 @@ typedef struct {
   PyObject *opt_range;      /* the next axis id a new range gets (tinygrad's itertools.count) */
   PyObject *tensor_core;    /* the TensorCore the TC opt applied, None before */
   PyObject *dict;           /* instance attributes */
+  PyObject *rngs;           /* tinygrad's self.rngs of ast, made on first use (every opt and shape query reads it); NULL
+                             * again whenever ast changes (sched_set_ast) */
   char dont_use_locals;
 } SchedulerObject;
+
+/* self.ast = ast (stolen): the ranges read from the old one go with it */
+static void sched_set_ast(SchedulerObject *s, PyObject *ast) {
+  Py_XSETREF(s->ast, ast);
+  Py_CLEAR(s->rngs);
+}
 
 static PyTypeObject Scheduler_Type;
 
@@ -143,8 +151,8 @@ done:
 /* ---- the axes ---- */
 
 /* rngs: the RANGEs of the AST that run more than once, in order of axis type (axis_to_pos), then arg */
-static PyObject *sched_rngs(SchedulerObject *s) {
-  PyObject *bs = PyObject_GetAttrString(s->ast, "backward_slice"), *items = PyList_New(0), *keys = PyList_New(0), *ret = NULL;
+static PyObject *rngs_of(PyObject *ast) {
+  PyObject *bs = PyObject_GetAttrString(ast, "backward_slice"), *items = PyList_New(0), *keys = PyList_New(0), *ret = NULL;
   PyObject *k, *v;
   Py_ssize_t pos = 0;
   if (!bs || !items || !keys) goto done;
@@ -168,6 +176,12 @@ static PyObject *sched_rngs(SchedulerObject *s) {
 done:
   Py_XDECREF(bs); Py_XDECREF(items); Py_XDECREF(keys);
   return ret;
+}
+
+/* the ranges of the kernel, sorted as tinygrad's rngs property sorts them: a new list each call, from the cache */
+static PyObject *sched_rngs(SchedulerObject *s) {
+  if (!s->rngs && !(s->rngs = rngs_of(s->ast))) return NULL;
+  return PyList_GetSlice(s->rngs, 0, PY_SSIZE_T_MAX);
 }
 
 static PyObject *sched_full_shape(SchedulerObject *s) {
@@ -398,7 +412,7 @@ static int sched_substitute(SchedulerObject *s, PyObject *replaces) {
   PyObject *n = PyObject_CallMethod(s->ast, "substitute", "O", replaces);
   if (!n) return -1;
   if (!UOp_Check(n)) { Py_DECREF(n); PyErr_SetString(PyExc_TypeError, "substitute did not return a UOp"); return -1; }
-  Py_SETREF(s->ast, n);
+  sched_set_ast(s, n);
   return 0;
 }
 
@@ -1168,7 +1182,7 @@ static int apply_swap(SchedulerObject *s, OptObject *opt, PyObject *rng) {
   if (!(d = PyDict_New()) || PyDict_SetItem(d, rng, a) < 0 || PyDict_SetItem(d, alt, b) < 0 || sched_substitute(s, d) < 0) goto fail;
   UOp *n = graph_rewrite((UOp *)s->ast, remove_tags_pm, Py_None, false, NULL);
   if (!n) goto fail;
-  Py_SETREF(s->ast, (PyObject *)n);
+  sched_set_ast(s, (PyObject *)n);
   ret = 0;
 fail:
   Py_XDECREF(alt); Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(d);
@@ -1267,7 +1281,7 @@ static PyObject *sched_get_optimized_ast(SchedulerObject *s, PyObject *name_over
   if (!flatten) { Py_DECREF(name); return PyErr_Format(PyExc_RuntimeError, "the native rule set pm_flatten_range is missing"); }
   UOp *flat = graph_rewrite((UOp *)s->ast, flatten, Py_None, false, NULL);
   if (!flat) { Py_DECREF(name); return NULL; }
-  Py_SETREF(s->ast, (PyObject *)flat);
+  sched_set_ast(s, (PyObject *)flat);
   PyObject *opts = PyList_AsTuple(s->applied_opts), *kw = opts ? Py_BuildValue("{sOsOsO}", "name", name, "applied_opts", opts,
       "dont_use_locals", s->dont_use_locals ? Py_True : Py_False) : NULL, *empty = kw ? PyTuple_New(0) : NULL;
   PyObject *ki = empty ? PyObject_Call((PyObject *)&KernelInfo_Type, empty, kw) : NULL, *ret = NULL;
@@ -1283,7 +1297,7 @@ static int sched_init_fields(SchedulerObject *s, PyObject *ast, PyObject *ren) {
   if (!UOp_Check(ast)) { PyErr_Format(PyExc_TypeError, "Scheduler needs a tinyc UOp, not %.100s", Py_TYPE(ast)->tp_name); return -1; }
   if (((UOp *)ast)->op != OP_SINK) { PyErr_Format(PyExc_ValueError, "Scheduler needs a SINK ast, not %S", ops_members[((UOp *)ast)->op]); return -1; }
   if (uop_check_form((UOp *)ast, "Scheduler") < 0) return -1;
-  Py_XSETREF(s->ast, Py_NewRef(ast));
+  if (s->ast != ast) sched_set_ast(s, Py_NewRef(ast));   /* the same kernel (a copy) keeps its ranges */
   Py_XSETREF(s->ren, Py_NewRef(ren));
   PyObject *arg = ((UOp *)ast)->arg, *opts;
   s->dont_use_locals = 0;
@@ -1299,11 +1313,11 @@ static int sched_init_fields(SchedulerObject *s, PyObject *ast, PyObject *ren) {
   Py_XSETREF(s->applied_opts, opts);
   PyObject *rngs = sched_rngs(s), *mx = rngs ? Py_NewRef(PY0) : NULL;
   for (Py_ssize_t i = 0; mx && i < PyList_GET_SIZE(rngs); i++) {
-    PyObject *a = PyObject_GetAttrString(PyList_GET_ITEM(rngs, i), "arg"), *a0 = a ? PySequence_GetItem(a, 0) : NULL;
+    PyObject *a0 = PySequence_GetItem(((UOp *)PyList_GET_ITEM(rngs, i))->arg, 0);   /* rngs are RANGE UOps */
     int gt = a0 ? (i == 0 ? 1 : lt_bool(a0, mx, Py_GT)) : -1;
     if (gt < 0) Py_CLEAR(mx);
     else if (gt) Py_SETREF(mx, Py_NewRef(a0));
-    Py_XDECREF(a); Py_XDECREF(a0);
+    Py_XDECREF(a0);
   }
   PyObject *start = mx ? PyNumber_Add(mx, PY1) : NULL;
   Py_XDECREF(rngs); Py_XDECREF(mx);
@@ -1330,10 +1344,12 @@ static PyObject *Scheduler_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 static int Scheduler_traverse(SchedulerObject *s, visitproc visit, void *arg) {
   Py_VISIT(s->ast); Py_VISIT(s->ren); Py_VISIT(s->applied_opts); Py_VISIT(s->opt_range); Py_VISIT(s->tensor_core); Py_VISIT(s->dict);
+  Py_VISIT(s->rngs);
   return 0;
 }
 static int Scheduler_clear(SchedulerObject *s) {
   Py_CLEAR(s->ast); Py_CLEAR(s->ren); Py_CLEAR(s->applied_opts); Py_CLEAR(s->opt_range); Py_CLEAR(s->tensor_core); Py_CLEAR(s->dict);
+  Py_CLEAR(s->rngs);
   return 0;
 }
 static void Scheduler_dealloc(SchedulerObject *s) {
@@ -1355,6 +1371,7 @@ static PyObject *Scheduler_copy(SchedulerObject *s, PyObject *unused) {
   READY(s);
   SchedulerObject *r = sched_alloc(Py_TYPE(s));
   if (!r) return NULL;
+  r->ast = Py_NewRef(s->ast), r->rngs = Py_XNewRef(s->rngs);   /* the same kernel: the same ranges */
   if (sched_init_fields(r, s->ast, s->ren) < 0) { Py_DECREF(r); return NULL; }
   r->dont_use_locals = s->dont_use_locals;
   Py_SETREF(r->applied_opts, PyList_GetSlice(s->applied_opts, 0, PY_SSIZE_T_MAX));
@@ -1502,7 +1519,7 @@ static PyObject *Scheduler_get_ast(SchedulerObject *s, void *c) { UNUSED(c); REA
 static int Scheduler_set_ast(SchedulerObject *s, PyObject *v, void *c) {
   UNUSED(c);
   if (!v || !UOp_Check(v)) { PyErr_SetString(PyExc_TypeError, "Scheduler.ast must be a UOp"); return -1; }
-  Py_XSETREF(s->ast, Py_NewRef(v));
+  sched_set_ast(s, Py_NewRef(v));
   return 0;
 }
 static PyObject *Scheduler_get_ren(SchedulerObject *s, void *c) { UNUSED(c); READY(s); return Py_NewRef(s->ren); }

@@ -55,6 +55,10 @@ ASAN_TESTS += $(PYDEV_ASAN_TESTS)
 IMAGES_ASAN_TESTS := $(addprefix tests/test_images.py::,test_bad_image_shapes_raise_as_tinygrad test_image_dtype_identity_pickle_and_promotion \
   test_image_store_not_upcast_raises test_opencl_aux_and_render_kernel)
 ASAN_TESTS += $(IMAGES_ASAN_TESTS)
+# the caches of issue 14 (memo bits, the Scheduler's ranges) and the bridge's C graph conversion
+CACHE_ASAN_TESTS := tests/test_bridge.py::test_graph_conversion_bad_input_and_memory tests/test_postrange.py::test_ranges_follow_the_ast \
+  $(addprefix tests/test_divandmod.py::,test_fold_memo_gives_the_uncached_answer test_fold_memo_keeps_no_node_alive)
+ASAN_TESTS += $(CACHE_ASAN_TESTS)
 # test_program_spec's corpus identity is tinygrad's codegen of the corpus four times over, slow under ASan: the suite
 # runs it; the sanitizer pass keeps the file's other tests (from_uop, pickles, estimates on hand-made and bad programs)
 ASAN_DESELECT := --deselect tests/test_program_spec.py::test_from_uop_matches_tinygrad

@@ -302,3 +302,25 @@ def test_compile_pool_bad_input():
   dropped = tinyc._C.CompilePool(1)
   for i in range(3): dropped.submit(c, SRC % (i, i))
   del dropped   # queued jobs dropped, the running one finished, threads joined
+
+def test_graph_conversion_bad_input_and_memory():
+  """the graph conversion's C loop (_C._rebuild_graph) raises on what it cannot convert and leaves nothing behind"""
+  import gc
+  from tinyc.tinygrad import from_tinygrad, to_tinygrad, _TO_TG
+  x = tinyc.UOp.variable("a", 0, 9) * 3 + 1
+  rebuild = lambda nodes, make=_TO_TG.make: tinyc._C._rebuild_graph(nodes, make, {}, _TO_TG.convert_op, {}, _TO_TG.convert_dtype,
+                                                                     _TO_TG.convert_arg, frozenset((int, type(None))))
+  nodes = list(x.toposort())
+  assert from_tinygrad(rebuild(nodes)) is x
+  with pytest.raises(KeyError, match="toposort"): rebuild(nodes[::-1])
+  with pytest.raises(ValueError): rebuild([])
+  with pytest.raises(AttributeError): rebuild([object()])
+  with pytest.raises(TypeError): rebuild(tuple(nodes))
+  with pytest.raises(TypeError): rebuild(nodes, make=None)
+  with pytest.raises(TypeError): tinyc._C._rebuild_graph(nodes, _TO_TG.make, {}, None, {}, None, None, frozenset())
+  def round_trip():
+    for k in range(50): assert from_tinygrad(to_tinygrad(x + k)) is x + k
+  round_trip(); gc.collect()
+  before = tinyc._C._intern_count()
+  round_trip(); gc.collect()
+  assert tinyc._C._intern_count() == before

@@ -80,16 +80,13 @@ class _Direction:
     self.ops: dict = {}
     self.dtypes: dict = {}
 
+  def convert_op(self, op): return self.op_type(op.value)
+
   def graph(self, root):
-    """Rebuild the graph under root bottom-up (toposort order), one `make` per distinct node."""
-    done, ops, dts, make, convert_arg = {}, self.ops, self.dtypes, self.make, self.convert_arg
-    for u in root.toposort():
-      if (op := ops.get(u.op)) is None: op = ops[u.op] = self.op_type(u.op.value)
-      if (dt := dts.get(u.dtype)) is None: dt = dts[u.dtype] = self.convert_dtype(u.dtype)
-      arg, tag = u.arg, u.tag
-      done[u] = make(op, dt, tuple([done[s] for s in u.src]), arg if type(arg) in _PLAIN_ARGS else convert_arg(arg),
-                     tag if tag is None else convert_arg(tag))
-    return done[root]
+    """Rebuild the graph under root bottom-up (toposort order), one `make` per distinct node: an op, a dtype and the
+    sources looked up, a plain arg passed as it is (the loop is C's, _C._rebuild_graph)."""
+    return _C._rebuild_graph(list(root.toposort()), self.make, self.ops, self.convert_op, self.dtypes, self.convert_dtype,
+                             self.convert_arg, _PLAIN_ARGS)
 
 _TO_TC = _Direction(tinyc.UOp, tinyc.Ops, _to_tc_dtype, _to_tc_arg)
 _TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg)

@@ -954,8 +954,82 @@ static PyGetSetDef *merge_getset(PyGetSetDef *const *tables, int n) {
   return all;
 }
 
+/* memo[key], made by convert(key) on a miss and remembered: a new reference */
+static PyObject *converted(PyObject *memo, PyObject *convert, PyObject *key) {
+  PyObject *v = PyDict_GetItemWithError(memo, key);
+  if (v || PyErr_Occurred()) return Py_XNewRef(v);
+  if (!(v = PyObject_CallOneArg(convert, key))) return NULL;
+  if (PyDict_SetItem(memo, key, v) < 0) Py_CLEAR(v);
+  return v;
+}
+
+/* an arg or tag for the other side: as it is when its type is plain (shared by both), else convert(x); a new reference */
+static PyObject *converted_arg(PyObject *x, PyObject *plain, PyObject *convert) {
+  int is_plain = PySet_Contains(plain, (PyObject *)Py_TYPE(x));
+  if (is_plain < 0) return NULL;
+  return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(convert, x);
+}
+
+/* one node made again through make(op, dtype, src, arg, tag), its sources already made (done: node -> remade); new ref */
+static PyObject *remade_node(PyObject *x, PyObject *make, PyObject *const *convert, PtrMap *done) {
+  static PyObject *names[5];   /* op, dtype, src, arg, tag: interned once */
+  static const char *const fields[5] = {"op", "dtype", "src", "arg", "tag"};
+  PyObject *f[5] = {NULL}, *args[5] = {NULL}, *ret = NULL;
+  for (int i = 0; i < 5; i++)
+    if ((!names[i] && !(names[i] = PyUnicode_InternFromString(fields[i]))) || !(f[i] = PyObject_GetAttr(x, names[i]))) goto done;
+  PyObject *src = PySequence_Fast(f[2], "a node's src must be a sequence");
+  if (!src) goto done;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(src);
+  if ((args[2] = PyTuple_New(n))) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *s = ptrmap_get(done, PySequence_Fast_GET_ITEM(src, i));
+      if (!s) { PyErr_SetString(PyExc_KeyError, "a source comes after its user: the nodes must be in toposort order"); Py_CLEAR(args[2]); break; }
+      PyTuple_SET_ITEM(args[2], i, Py_NewRef(s));
+    }
+  }
+  Py_DECREF(src);
+  if (!args[2] || !(args[0] = converted(convert[0], convert[1], f[0])) || !(args[1] = converted(convert[2], convert[3], f[1])) ||
+      !(args[3] = converted_arg(f[3], convert[5], convert[4])) ||
+      !(args[4] = f[4] == Py_None ? Py_NewRef(Py_None) : PyObject_CallOneArg(convert[4], f[4])))
+    goto done;
+  ret = PyObject_Vectorcall(make, args, 5, NULL);
+done:
+  for (int i = 0; i < 5; i++) Py_XDECREF(f[i]), Py_XDECREF(args[i]);
+  return ret;
+}
+
+/* the bridge's graph conversion (tinyc.tinygrad): nodes of either library in toposort order, each made again through the
+ * other's constructor, its op and dtype through memo dicts (converted on a miss), its arg as it is when its type is in
+ * plain, else through convert_arg, a tag through convert_arg; the last node's remade node. One pass in C: per node, the
+ * constructor is the only Python call. */
+static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
+  UNUSED(mod);
+  PyObject *nodes, *make, *ops, *op_conv, *dts, *dt_conv, *arg_conv, *plain;
+  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &ops, &op_conv, &PyDict_Type,
+                        &dts, &dt_conv, &arg_conv, &PyFrozenSet_Type, &plain))
+    return NULL;
+  PyObject *const convert[6] = {ops, op_conv, dts, dt_conv, arg_conv, plain};
+  Py_ssize_t n = PyList_GET_SIZE(nodes);
+  if (!n) return PyErr_Format(PyExc_ValueError, "_rebuild_graph needs at least one node");
+  PyObject *made = PyList_New(0), *last = NULL;   /* made owns every remade node; done maps to them */
+  PtrMap done = {0};
+  for (Py_ssize_t i = 0; made && i < n; i++) {
+    PyObject *x = PyList_GET_ITEM(nodes, i), *y = remade_node(x, make, convert, &done);
+    int err = !y || PyList_Append(made, y) < 0 || ptrmap_set(&done, x, y) < 0;
+    Py_XDECREF(y);
+    if (err) Py_CLEAR(made);
+    else last = y;
+  }
+  PyObject *ret = made ? Py_NewRef(last) : NULL;
+  ptrmap_free(&done);
+  Py_XDECREF(made);
+  return ret;
+}
+
 static PyMethodDef module_functions[] = {
   {"_intern_count", intern_count, METH_NOARGS, "number of live interned UOps"},
+  {"_rebuild_graph", rebuild_graph, METH_VARARGS,
+   "_rebuild_graph(nodes, make, ops, op_conv, dtypes, dtype_conv, convert_arg, plain): the bridge's graph conversion"},
   {NULL, NULL, 0, NULL},
 };
 

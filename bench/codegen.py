@@ -88,8 +88,7 @@ def main():
     for lib in ("tinygrad", "tinyc", "tinyc in Context"):
       tot, srcs, n = in_context(lambda: corpus_run(lib, blob)) if lib == "tinyc in Context" else corpus_run(lib, blob)
       if lib not in best or sum(tot) < sum(best[lib][0]): best[lib] = (tot, srcs)
-  strip = strip_name
-  same = sum(strip(a) == strip(b) for a, b in zip(best["tinygrad"][1], best["tinyc"][1]))
+  same = sum(strip_name(a) == strip_name(b) for a, b in zip(best["tinygrad"][1], best["tinyc"][1]))
   print(f"codegen over {n} corpus kernels (tinygrad's heuristic opts), ms per kernel, best of {REPEAT}; identical source {same}/{n}")
   print(f"{'stage':<12}{'tinygrad':>10}{'tinyc':>10}{'ratio':>9}")
   for i, stage in enumerate(("rewrite", "linearize", "render")):
@@ -98,7 +97,7 @@ def main():
   a, b = sum(best["tinygrad"][0]) / n * 1e3, sum(best["tinyc"][0]) / n * 1e3
   print(f"{'all three':<12}{a:>10.3f}{b:>10.3f}{a / b:>8.1f}x")
   c = sum(best["tinyc in Context"][0]) / n * 1e3
-  assert list(map(strip, best["tinyc in Context"][1])) == list(map(strip, best["tinyc"][1]))
+  assert list(map(strip_name, best["tinyc in Context"][1])) == list(map(strip_name, best["tinyc"][1]))
   print(f"tinyc inside a Context setting every switch C reads: {c:.3f} ms per kernel, {100 * (c / b - 1):+.1f}% (goal: within 2%)")
 
 def get_program_row():
@@ -137,15 +136,14 @@ def beam_workload_row(n=512):
     s = Sched(ast, ren)
     s.convert_loop_to_global()
     return s
-  def build(lib, sched): return libs[lib][2](sched.copy().get_optimized_ast(name_override="test"), libs[lib][4])
+  def build(lib, sched, ren=None): return libs[lib][2](sched.copy().get_optimized_ast(name_override="test"), ren or libs[lib][4])
   # the three fastest first-round candidates, by running tinyc's builds on the CPU device (outside the timing)
-  dev_ren = tinyc.Device["CPU"].renderer
   first = tc_search.get_kernel_actions(root("tinyc"))
   bufs = tc_search.bufs_from_ast(tc_ast, "CPU")
   for b in bufs: b.ensure_allocated()
   speed = {}
   for i, s in first.items():
-    try: p = tc_get_program(s.copy().get_optimized_ast(name_override="test"), dev_ren)
+    try: p = build("tinyc", s, tinyc.Device["CPU"].renderer)
     except Exception: continue
     speed[i] = min(tc_search.time_program(p, bufs, cnt=5, allow_test_size=False))
   fastest = sorted(speed, key=speed.get)[:3]

@@ -112,7 +112,8 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
 # and environment ask) -> to_tinygrad -> tinygrad's own ProgramSpec.from_uop, so every field is computed as tinygrad
 # computes it. The lib is what tinygrad's runtime loads: for ClangJIT the bytes tinygrad's ClangJITCompiler makes (its
 # clang command run by tinyc's C on native compile threads, then tinygrad's jit_loader); for LLVM tinyc's in-process
-# LLVM object through tinygrad's jit_loader, as tinygrad's CPULLVMCompiler returns it. Anything else, or a kernel tinyc raises on, goes to tinygrad's get_program.
+# LLVM object through tinygrad's jit_loader, as tinygrad's CPULLVMCompiler returns it. Anything else, or a kernel tinyc
+# raises on, goes to tinygrad's get_program.
 #
 # Compile ahead: run_schedule's list is known before it runs, so the bridge generates code for its kernels that the
 # method cache lacks (in the calling thread: codegen makes UOps) and queues their compiles on a CompilePool (search.c's

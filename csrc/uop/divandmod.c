@@ -61,10 +61,8 @@ static PyObject *with_last(PyObject *uops, UOp *y) {
 /* UOp.gcd(*uops, y).simplify(); NULL without an exception when that is surely CONST 1, which both users of it give up
  * on: the common case, told from gcd's parts without building the product and rewriting it */
 static UOp *gcd_simplified(PyObject *uops, UOp *y) {
-  PyObject *args = with_last(uops, y);
-  int one = args ? uop_gcd_is_one(args) : -1;
-  if (one) return NULL;
-  return u_simplify(need_uop(pool_keep(uop_gcd(args))));
+  PyObject *args = with_last(uops, y), *g = args ? pool_keep(uop_gcd_unless_one(args)) : NULL;
+  return g && g != Py_None ? u_simplify(need_uop(g)) : NULL;
 }
 
 /* u.pop_const(Ops.MUL): (the factor, the constant multiplier) */

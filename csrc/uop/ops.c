@@ -954,6 +954,13 @@ static PyGetSetDef *merge_getset(PyGetSetDef *const *tables, int n) {
   return all;
 }
 
+/* how _rebuild_graph converts a node's parts for the other library */
+typedef struct {
+  PyObject *ops, *op_conv;         /* op memo dict, and its converter on a miss */
+  PyObject *dtypes, *dtype_conv;   /* dtype memo dict, and its converter */
+  PyObject *arg_conv, *plain;      /* args and tags: as they are when their type is in plain (a frozenset), else arg_conv */
+} Converters;
+
 /* memo[key], made by convert(key) on a miss and remembered: a new reference */
 static PyObject *converted(PyObject *memo, PyObject *convert, PyObject *key) {
   PyObject *v = PyDict_GetItemWithError(memo, key);
@@ -963,15 +970,15 @@ static PyObject *converted(PyObject *memo, PyObject *convert, PyObject *key) {
   return v;
 }
 
-/* an arg or tag for the other side: as it is when its type is plain (shared by both), else convert(x); a new reference */
-static PyObject *converted_arg(PyObject *x, PyObject *plain, PyObject *convert) {
-  int is_plain = PySet_Contains(plain, (PyObject *)Py_TYPE(x));
+/* an arg for the other side: as it is when its type is plain (shared by both), else arg_conv(x); a new reference */
+static PyObject *converted_arg(PyObject *x, const Converters *cv) {
+  int is_plain = PySet_Contains(cv->plain, (PyObject *)Py_TYPE(x));
   if (is_plain < 0) return NULL;
-  return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(convert, x);
+  return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(cv->arg_conv, x);
 }
 
 /* one node made again through make(op, dtype, src, arg, tag), its sources already made (done: node -> remade); new ref */
-static PyObject *remade_node(PyObject *x, PyObject *make, PyObject *const *convert, PtrMap *done) {
+static PyObject *remade_node(PyObject *x, PyObject *make, const Converters *cv, PtrMap *done) {
   static PyObject *names[5];   /* op, dtype, src, arg, tag: interned once */
   static const char *const fields[5] = {"op", "dtype", "src", "arg", "tag"};
   PyObject *f[5] = {NULL}, *args[5] = {NULL}, *ret = NULL;
@@ -988,9 +995,8 @@ static PyObject *remade_node(PyObject *x, PyObject *make, PyObject *const *conve
     }
   }
   Py_DECREF(src);
-  if (!args[2] || !(args[0] = converted(convert[0], convert[1], f[0])) || !(args[1] = converted(convert[2], convert[3], f[1])) ||
-      !(args[3] = converted_arg(f[3], convert[5], convert[4])) ||
-      !(args[4] = f[4] == Py_None ? Py_NewRef(Py_None) : PyObject_CallOneArg(convert[4], f[4])))
+  if (!args[2] || !(args[0] = converted(cv->ops, cv->op_conv, f[0])) || !(args[1] = converted(cv->dtypes, cv->dtype_conv, f[1])) ||
+      !(args[3] = converted_arg(f[3], cv)) || !(args[4] = f[4] == Py_None ? Py_NewRef(Py_None) : PyObject_CallOneArg(cv->arg_conv, f[4])))
     goto done;
   ret = PyObject_Vectorcall(make, args, 5, NULL);
 done:
@@ -1004,17 +1010,17 @@ done:
  * constructor is the only Python call. */
 static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   UNUSED(mod);
-  PyObject *nodes, *make, *ops, *op_conv, *dts, *dt_conv, *arg_conv, *plain;
-  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &ops, &op_conv, &PyDict_Type,
-                        &dts, &dt_conv, &arg_conv, &PyFrozenSet_Type, &plain))
+  PyObject *nodes, *make;
+  Converters cv;
+  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
+                        &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain))
     return NULL;
-  PyObject *const convert[6] = {ops, op_conv, dts, dt_conv, arg_conv, plain};
   Py_ssize_t n = PyList_GET_SIZE(nodes);
   if (!n) return PyErr_Format(PyExc_ValueError, "_rebuild_graph needs at least one node");
   PyObject *made = PyList_New(0), *last = NULL;   /* made owns every remade node; done maps to them */
   PtrMap done = {0};
   for (Py_ssize_t i = 0; made && i < n; i++) {
-    PyObject *x = PyList_GET_ITEM(nodes, i), *y = remade_node(x, make, convert, &done);
+    PyObject *x = PyList_GET_ITEM(nodes, i), *y = remade_node(x, make, &cv, &done);
     int err = !y || PyList_Append(made, y) < 0 || ptrmap_set(&done, x, y) < 0;
     Py_XDECREF(y);
     if (err) Py_CLEAR(made);

@@ -607,11 +607,9 @@ fail:
   return -1;
 }
 
-/* the common factor: shared MUL-leaves times the gcd of the const factors, multiplied up from 1 as math.prod does (so
- * the const ends up at the top) */
-PyObject *uop_gcd(PyObject *args) {
-  PyObject *g, *common, *first_term;
-  if (gcd_parts(args, &g, &common, &first_term) < 0) return NULL;
+/* the common factor from gcd's parts: shared MUL-leaves times the gcd of the const factors, multiplied up from 1 as
+ * math.prod does (so the const ends up at the top); steals the parts */
+static PyObject *gcd_product(PyObject *g, PyObject *common, PyObject *first_term) {
   PyObject *cst = (PyObject *)uop_const_like((UOp *)first_term, g), *ret = cst ? PyLong_FromLong(1) : NULL;
   Py_ssize_t pos = 0;
   PyObject *key, *cnt;
@@ -622,15 +620,20 @@ PyObject *uop_gcd(PyObject *args) {
   return ret;
 }
 
-/* 1 when UOp.gcd(*uops) is 1 * CONST(1): no shared leaf and coprime const factors, so its simplify() is CONST 1 without
- * building or rewriting it; 0 when it may be anything else; -1 with gcd's error */
-int uop_gcd_is_one(PyObject *args) {
+PyObject *uop_gcd(PyObject *args) {
   PyObject *g, *common, *first_term;
-  if (gcd_parts(args, &g, &common, &first_term) < 0) return -1;
+  return gcd_parts(args, &g, &common, &first_term) < 0 ? NULL : gcd_product(g, common, first_term);
+}
+
+PyObject *uop_gcd_unless_one(PyObject *args) {
+  PyObject *g, *common, *first_term;
+  if (gcd_parts(args, &g, &common, &first_term) < 0) return NULL;
   int overflow = 0;
-  int ret = PyDict_GET_SIZE(common) == 0 && PyLong_CheckExact(g) && PyLong_AsLongAndOverflow(g, &overflow) == 1 && !overflow;
-  Py_DECREF(g); Py_DECREF(common); Py_DECREF(first_term);
-  return ret;
+  if (PyDict_GET_SIZE(common) == 0 && PyLong_CheckExact(g) && PyLong_AsLongAndOverflow(g, &overflow) == 1 && !overflow) {
+    Py_DECREF(g); Py_DECREF(common); Py_DECREF(first_term);
+    Py_RETURN_NONE;
+  }
+  return gcd_product(g, common, first_term);
 }
 static PyObject *UOp_gcd(PyObject *cls, PyObject *args) { UNUSED(cls); return uop_gcd(args); }
 

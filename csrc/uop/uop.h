@@ -104,7 +104,9 @@ PyObject *uop_split_uop_list(UOp *u, Op sep);       /* list(u.split_uop(sep)) */
 PyObject *uop_const_factor(UOp *u);                 /* u.const_factor(): a Python int */
 PyObject *uop_divides(UOp *u, PyObject *v);         /* u.divides(v): the quotient UOp, or None */
 PyObject *uop_gcd(PyObject *uops);                  /* UOp.gcd(*uops) of a tuple of UOps */
-int uop_gcd_is_one(PyObject *uops);                 /* 1 when UOp.gcd(*uops) surely simplifies to CONST 1, 0 when not sure, -1 */
+/* UOp.gcd(*uops), or None when it is surely 1 * CONST(1) (no shared leaf, coprime const factors: its simplify() is
+ * CONST 1), told from its parts without building it */
+PyObject *uop_gcd_unless_one(PyObject *uops);
 int uop_overflows(UOp *u, DType *dtype);            /* u.overflows(dtype): 1, 0, or -1 */
 UOp *uop_bind(UOp *var, PyObject *val);             /* var.bind(val), val an int or a UOp */
 PyObject *uop_unbind(UOp *u);                       /* u.unbind(): the (variable, value) tuple */

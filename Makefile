@@ -59,6 +59,10 @@ ASAN_TESTS += $(IMAGES_ASAN_TESTS)
 CACHE_ASAN_TESTS := tests/test_bridge.py::test_graph_conversion_bad_input_and_memory tests/test_postrange.py::test_ranges_follow_the_ast \
   $(addprefix tests/test_divandmod.py::,test_fold_memo_gives_the_uncached_answer test_fold_memo_keeps_no_node_alive)
 ASAN_TESTS += $(CACHE_ASAN_TESTS)
+# the bridge's C side: hash-consing tinygrad's nodes (checked input, the cache emptied as nodes die), the pool's nicer threads
+BRIDGE_ASAN_TESTS := $(addprefix tests/test_bridge.py::,test_consed_conversion_is_tinygrads_constructor test_consed_bad_input \
+  test_compile_pool_runs_its_compiles_nicer)
+ASAN_TESTS += $(BRIDGE_ASAN_TESTS)
 # test_program_spec's corpus identity is tinygrad's codegen of the corpus four times over, slow under ASan: the suite
 # runs it; the sanitizer pass keeps the file's other tests (from_uop, pickles, estimates on hand-made and bad programs)
 ASAN_DESELECT := --deselect tests/test_program_spec.py::test_from_uop_matches_tinygrad

@@ -26,10 +26,17 @@ if BRIDGE:
 import tinygrad.engine.realize as realize
 from tinygrad import Tensor, TinyJit, Variable, nn
 from tinygrad.nn.optim import SGD
-kernels, built = [], []
+kernels, specs, built = [], [], []
+def spec_fields(p):
+  """the ProgramSpec's fields from its uops on (the bridge reads them in C), and whether each var is the very node in the
+  uops"""
+  uops = p.uops or []
+  return [repr(x) for x in (p.global_size, p.local_size, [v.arg for v in p.vars], p.globals, p.outs, p.ins, p.aux,
+                            [(u.op.value, str(u.dtype)) for u in uops], p.estimates)] + [all(any(v is u for u in uops) for v in p.vars)]
 _init = realize.CompiledRunner.__init__
 def spy(self, p, *args, **kw):
   kernels.append((p.function_name, p.src))
+  specs.append(spec_fields(p))
   _init(self, p, *args, **kw)
 realize.CompiledRunner.__init__ = spy
 _get_program = realize.get_program
@@ -88,9 +95,10 @@ def searched_by_tinygrad():
 
 out = {}
 for name in NAMES:
-  kernels.clear()
+  kernels.clear(), specs.clear()
   vals = globals()[name]()
-  out[name] = {"outputs": [v.numpy().tobytes().hex() for v in vals], "kernels": [k for k in kernels if k[0] != "test"]}
+  out[name] = {"outputs": [v.numpy().tobytes().hex() for v in vals], "kernels": [k for k in kernels if k[0] != "test"],
+               "specs": [f for k, f in zip(kernels, specs) if k[0] != "test"]}
 if BRIDGE:
   out["stats"] = bridge.stats()
   if "beam" in NAMES:
@@ -135,6 +143,7 @@ def test_program_matches_tinygrad(runs, name):
   tg, tc = runs
   assert len(tc[name]["kernels"]) > 0
   assert normalized(tc[name]["kernels"]) == normalized(tg[name]["kernels"])
+  assert tc[name]["specs"] == tg[name]["specs"] and all(f[-1] for f in tc[name]["specs"])
   assert tc[name]["outputs"] == tg[name]["outputs"]
 
 def test_every_kernel_routed_none_fell_back(runs):
@@ -281,6 +290,17 @@ def test_compile_pool_gives_the_serial_libs():
     assert pool.result(jobs[0]) == serial[0]   # twice is fine
   with tinyc._C.CompilePool(0) as pool: assert pool.result(pool.submit(c, SRC % (0, 0))) == serial[0]
 
+def test_compile_pool_runs_its_compiles_nicer():
+  """the pool's threads, and the compilers they start, run 5 nice levels below the thread that generates code, so that
+  thread (whose work the compiles wait on) is not slowed when every core compiles"""
+  class NiceProbe:
+    def compile_cached(self, src):
+      child = subprocess.run(["sh", "-c", "cut -d' ' -f19 /proc/self/stat"], capture_output=True, text=True, check=True)
+      return os.getpriority(os.PRIO_PROCESS, threading.get_native_id()), int(child.stdout)
+  mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+  with tinyc._C.CompilePool(1) as pool: assert pool.result(pool.submit(NiceProbe(), "x")) == (min(mine + 5, 19),) * 2
+  assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine
+
 def test_compile_pool_bad_input():
   c = tinyc.ClangCompiler()
   with pytest.raises(ValueError): tinyc._C.CompilePool(-1)
@@ -324,3 +344,46 @@ def test_graph_conversion_bad_input_and_memory():
   before = tinyc._C._intern_count()
   round_trip(); gc.collect()
   assert tinyc._C._intern_count() == before
+
+def test_consed_conversion_is_tinygrads_constructor(monkeypatch):
+  """to_tinygrad makes tinygrad's nodes in C, hash-consed in UOpMetaClass.ucache as tinygrad's constructor does them:
+  tinygrad's UOp(...) of a made node's fields returns that very node, nodes tinygrad has are reused, dead nodes leave the
+  cache; under SPEC>1 or a replaced constructor the constructor makes them"""
+  import gc
+  from tinygrad.uop.ops import UOp as TgUOp, UOpMetaClass
+  from tinygrad.helpers import Context
+  from tinyc.tinygrad import from_tinygrad, to_tinygrad, _tg_consed
+  assert _tg_consed() is not None
+  g = TgUOp.variable("consed_tg", 1, 9) * 2 + 7   # made by tinygrad: converting back finds it
+  assert to_tinygrad(from_tinygrad(g)) is g
+  gc.collect()
+  before = len(UOpMetaClass.ucache)
+  t = to_tinygrad(tinyc.UOp.variable("consed_probe", 0, 7) * 5 + 3)
+  assert all(TgUOp(n.op, n.dtype, n.src, n.arg, n.tag) is n for n in t.toposort())
+  del t
+  gc.collect()
+  assert len(UOpMetaClass.ucache) == before
+  with Context(SPEC=2): assert _tg_consed() is None
+  calls, constructor = [], UOpMetaClass.__call__
+  def spy(cls, *a, **kw):
+    calls.append(a[0])
+    return constructor(cls, *a, **kw)
+  monkeypatch.setattr(UOpMetaClass, "__call__", spy)
+  assert _tg_consed() is None
+  x = tinyc.UOp.variable("consed_spy", 0, 3) + 1
+  assert from_tinygrad(to_tinygrad(x)) is x and len(calls) >= 3
+
+def test_consed_bad_input():
+  """_rebuild_graph's consed=(class, cache) is checked before it makes a node"""
+  from tinygrad.uop.ops import UOp as TgUOp
+  from tinyc.tinygrad import _TO_TG, _PLAIN_ARGS, to_tinygrad
+  nodes = list((tinyc.UOp.variable("consed_bad", 0, 9) * 3).toposort())
+  rebuild = lambda consed: tinyc._C._rebuild_graph(nodes, TgUOp, {}, _TO_TG.convert_op, {}, _TO_TG.convert_dtype, _TO_TG.convert_arg,
+                                                   _PLAIN_ARGS, consed)
+  class NoWeakref:
+    __slots__ = ("op", "dtype", "src", "arg", "tag")
+  class NoSlots: pass
+  for bad in ("x", (TgUOp,), (TgUOp, []), ([], {}), (NoSlots, {}), (NoWeakref, {}), (object, {})):
+    with pytest.raises(TypeError): rebuild(bad)
+  first = to_tinygrad(nodes[0])   # the first node's key, in a cache that holds no weak reference for it
+  with pytest.raises(TypeError, match="weak"): rebuild((TgUOp, {(first.op, first.dtype, first.src, first.arg, first.tag): "x"}))

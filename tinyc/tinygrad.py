@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import Any, Callable
 import tinyc
 from tinyc import _C
-from tinygrad.uop.ops import UOp as TgUOp, KernelInfo as TgKernelInfo, AxisType as TgAxisType
+from tinygrad.uop.ops import UOp as TgUOp, KernelInfo as TgKernelInfo, AxisType as TgAxisType, UOpMetaClass as _TgUOpMeta
 from tinygrad.uop import Ops as TgOps
 from tinygrad.dtype import DType as TgDType, PtrDType as TgPtrDType, ImageDType as TgImageDType, AddrSpace as TgAddrSpace
 from tinygrad.dtype import dtypes as tg_dtypes, Invalid as TgInvalid
 from tinygrad.codegen.opt import Opt as TgOpt, OptOps as TgOptOps
 from tinygrad.schedule.indexing import BufferizeOpts as TgBufferizeOpts
+from tinygrad.helpers import SPEC as _TG_SPEC
 
 __all__ = ["from_tinygrad", "to_tinygrad", "install", "uninstall", "installed", "stats", "reset_stats"]
 
@@ -74,22 +75,30 @@ _PLAIN_ARGS = frozenset((type(None), int, float, bool, str))   # args both sides
 
 class _Direction:
   """Converting nodes one way: the other side's constructor, and what an op, a dtype and an arg become. Ops and dtypes are
-  few and immutable on both sides, so each is converted once and remembered."""
-  def __init__(self, make, op_type, convert_dtype, convert_arg):
-    self.make, self.op_type, self.convert_dtype, self.convert_arg = make, op_type, convert_dtype, convert_arg
+  few and immutable on both sides, so each is converted once and remembered. consed(): None, or the (class, cache) that
+  lets C hash-cons the nodes as the constructor would (see _C._rebuild_graph)."""
+  def __init__(self, make, op_type, convert_dtype, convert_arg, consed=lambda: None):
+    self.make, self.op_type, self.convert_dtype, self.convert_arg, self.consed = make, op_type, convert_dtype, convert_arg, consed
     self.ops: dict = {}
     self.dtypes: dict = {}
 
   def convert_op(self, op): return self.op_type(op.value)
 
   def graph(self, root):
-    """Rebuild the graph under root bottom-up (toposort order), one `make` per distinct node: an op, a dtype and the
+    """Rebuild the graph under root bottom-up (toposort order), one node made per distinct node: an op, a dtype and the
     sources looked up, a plain arg passed as it is (the loop is C's, _C._rebuild_graph)."""
     return _C._rebuild_graph(list(root.toposort()), self.make, self.ops, self.convert_op, self.dtypes, self.convert_dtype,
-                             self.convert_arg, _PLAIN_ARGS)
+                             self.convert_arg, _PLAIN_ARGS, self.consed())
+
+_TG_META_CALL = _TgUOpMeta.__call__
+def _tg_consed():
+  """tinygrad's UOp(op, dtype, src, arg, tag) hash-conses a node in UOpMetaClass.ucache and, under SPEC>1, checks it
+  against the spec: the bridge's nodes carry no metadata or buffer, so C does the same while SPEC<=1 and nobody has
+  replaced the constructor; else the constructor is called."""
+  return (TgUOp, _TgUOpMeta.ucache) if _TG_SPEC.value <= 1 and _TgUOpMeta.__call__ is _TG_META_CALL else None
 
 _TO_TC = _Direction(tinyc.UOp, tinyc.Ops, _to_tc_dtype, _to_tc_arg)
-_TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg)
+_TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg, _tg_consed)
 
 def from_tinygrad(u: TgUOp) -> tinyc.UOp:
   """The tinyc graph equal to tinygrad UOp u."""
@@ -122,6 +131,7 @@ import contextlib, dataclasses, os, sys, threading, time
 import tinygrad.codegen as _tg_codegen
 import tinygrad.engine.realize as _tg_realize
 from tinygrad.renderer import ProgramSpec as TgProgramSpec
+from tinygrad.uop.ops import print_uops as _tg_print_uops
 from tinygrad.renderer.cstyle import ClangRenderer as TgClangRenderer, ClangJITRenderer as TgClangJITRenderer
 from tinygrad.renderer.llvmir import LLVMRenderer as TgLLVMRenderer
 from tinygrad.runtime.support.compiler_cpu import ClangJITCompiler as _TgClangJITCompiler
@@ -254,10 +264,22 @@ def _finish_compile(b: _Built) -> bytes|None:
   if b.route.cachekey is not None: _tg_diskcache_put(b.route.cachekey, b.src, lib)
   return lib
 
+def _tg_sint(x): return to_tinygrad(x) if isinstance(x, tinyc.UOp) else x
+
+def _tg_program_spec(prg, lib) -> TgProgramSpec:
+  """tinygrad's ProgramSpec.from_uop of tinyc's PROGRAM converted, its fields read by tinyc's C ProgramSpec.from_uop (the
+  same single pass over the uops). A UOp among them (a var, a symbolic size) converts to the very node of the converted
+  graph: both sides hash-cons."""
+  tc, tg = tinyc.ProgramSpec.from_uop(prg), to_tinygrad(prg)
+  uops = list(tg.src[2].src)
+  if _TG_DEBUG >= 6: _tg_print_uops(uops)
+  return TgProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, lib, list(tg.arg) if tg.arg else [],
+                       [_tg_sint(x) for x in tc.global_size], None if tc.local_size is None else [_tg_sint(x) for x in tc.local_size],
+                       [to_tinygrad(v) for v in tc.vars], list(tc.globals), list(tc.outs), list(tc.ins))
+
 def _spec(b: _Built) -> TgProgramSpec:
-  with _timed("codegen"): spec = TgProgramSpec.from_uop(to_tinygrad(b.prg))
   lib = _finish_compile(b)
-  return spec if lib is None else dataclasses.replace(spec, lib=lib)
+  with _timed("codegen"): return _tg_program_spec(b.prg, lib)
 
 def _ahead_key(ast, ren): return (ast.key, id(ren))
 

@@ -8,6 +8,7 @@
 #include "ops_movement.h"
 #include "../mixin/math.h"
 #include <dlfcn.h>
+#include <structmember.h>
 
 /* ------------------------------------------------------------------------------------------
  * The intern table: every live UOp, found by (op, dtype, src, arg, tag). Open addressing with
@@ -961,6 +962,76 @@ typedef struct {
   PyObject *arg_conv, *plain;      /* args and tags: as they are when their type is in plain (a frozenset), else arg_conv */
 } Converters;
 
+/* How _rebuild_graph makes a node: make(op, dtype, src, arg, tag), or, given consed=(cls, ucache), what tinygrad's
+ * UOpMetaClass.__call__ does for a node without metadata or buffer: the live node of ucache[key] when there is one,
+ * else cls's new object with its five slots (op, dtype, src, arg, tag: a slots dataclass's fields) set as its __init__
+ * sets them, and ucache[key] = a weak reference to it. Without the Python frames of __call__ and __init__, that is
+ * a third of the cost of a tinygrad node. */
+typedef struct {
+  PyObject *make;
+  PyTypeObject *cls;               /* NULL: call make */
+  PyObject *ucache;
+  Py_ssize_t offset[5];            /* where cls keeps op, dtype, src, arg, tag */
+} Maker;
+
+static const char *const node_fields[5] = {"op", "dtype", "src", "arg", "tag"};
+
+/* the slot offset of field `name` of cls: it must be a writable object member (a __slots__ entry); -1 with a TypeError */
+static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name) {
+  PyObject *d = PyObject_GetAttrString((PyObject *)cls, name);
+  if (!d && PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+  Py_ssize_t off = -1;
+  if (d && Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+      !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
+    off = ((PyMemberDescrObject *)d)->d_member->offset;
+  else if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "consed: %.100s.%s is not a __slots__ field", cls->tp_name, name);
+  Py_XDECREF(d);
+  return off;
+}
+
+static int maker_init(Maker *mk, PyObject *make, PyObject *consed) {
+  *mk = (Maker){make, NULL, NULL, {0}};
+  if (consed == Py_None) return 0;
+  if (!PyTuple_Check(consed) || PyTuple_GET_SIZE(consed) != 2 || !PyType_Check(PyTuple_GET_ITEM(consed, 0)) ||
+      !PyDict_Check(PyTuple_GET_ITEM(consed, 1)))
+    return PyErr_SetString(PyExc_TypeError, "consed must be None or (a class, its hash-consing dict)"), -1;
+  mk->cls = (PyTypeObject *)PyTuple_GET_ITEM(consed, 0), mk->ucache = PyTuple_GET_ITEM(consed, 1);
+  if (!mk->cls->tp_new || !mk->cls->tp_weaklistoffset)
+    return PyErr_Format(PyExc_TypeError, "consed: %.100s makes no weakly referenced objects", mk->cls->tp_name), -1;
+  for (int i = 0; i < 5; i++)
+    if ((mk->offset[i] = slot_offset(mk->cls, node_fields[i])) < 0) return -1;
+  return 0;
+}
+
+/* the live node ucache[key] names, or NULL (and no error) when there is none */
+static PyObject *live_consed(const Maker *mk, PyObject *key) {
+  PyObject *ref = PyDict_GetItemWithError(mk->ucache, key);
+  if (!ref) return NULL;
+  if (!PyWeakref_Check(ref)) return PyErr_Format(PyExc_TypeError, "consed: the cache holds a %.100s, not a weak reference", Py_TYPE(ref)->tp_name);
+  PyObject *live = PyWeakref_GET_OBJECT(ref);
+  return live == Py_None ? NULL : Py_NewRef(live);
+}
+
+static PyObject *consed_node(const Maker *mk, PyObject *const args[5]) {
+  PyObject *key = PyTuple_Pack(5, args[0], args[1], args[2], args[3], args[4]), *node = NULL, *ref = NULL;
+  if (!key || (node = live_consed(mk, key)) || PyErr_Occurred()) goto done;
+  static PyObject *no_args;
+  if (!no_args && !(no_args = PyTuple_New(0))) goto done;
+  if (!(node = mk->cls->tp_new(mk->cls, no_args, NULL))) goto done;
+  for (int i = 0; i < 5; i++) {
+    PyObject **slot = (PyObject **)((char *)node + mk->offset[i]);
+    Py_XSETREF(*slot, Py_NewRef(args[i]));
+  }
+  if (!(ref = PyWeakref_NewRef(node, NULL)) || PyDict_SetItem(mk->ucache, key, ref) < 0) Py_CLEAR(node);
+done:
+  Py_XDECREF(key); Py_XDECREF(ref);
+  return node;
+}
+
+static PyObject *made(const Maker *mk, PyObject *const args[5]) {
+  return mk->cls ? consed_node(mk, args) : PyObject_Vectorcall(mk->make, args, 5, NULL);
+}
+
 /* memo[key], made by convert(key) on a miss and remembered: a new reference */
 static PyObject *converted(PyObject *memo, PyObject *convert, PyObject *key) {
   PyObject *v = PyDict_GetItemWithError(memo, key);
@@ -977,13 +1048,12 @@ static PyObject *converted_arg(PyObject *x, const Converters *cv) {
   return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(cv->arg_conv, x);
 }
 
-/* one node made again through make(op, dtype, src, arg, tag), its sources already made (done: node -> remade); new ref */
-static PyObject *remade_node(PyObject *x, PyObject *make, const Converters *cv, PtrMap *done) {
+/* one node made again (op, dtype, src, arg, tag), its sources already made (done: node -> remade); a new reference */
+static PyObject *remade_node(PyObject *x, const Maker *mk, const Converters *cv, PtrMap *done) {
   static PyObject *names[5];   /* op, dtype, src, arg, tag: interned once */
-  static const char *const fields[5] = {"op", "dtype", "src", "arg", "tag"};
   PyObject *f[5] = {NULL}, *args[5] = {NULL}, *ret = NULL;
   for (int i = 0; i < 5; i++)
-    if ((!names[i] && !(names[i] = PyUnicode_InternFromString(fields[i]))) || !(f[i] = PyObject_GetAttr(x, names[i]))) goto done;
+    if ((!names[i] && !(names[i] = PyUnicode_InternFromString(node_fields[i]))) || !(f[i] = PyObject_GetAttr(x, names[i]))) goto done;
   PyObject *src = PySequence_Fast(f[2], "a node's src must be a sequence");
   if (!src) goto done;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(src);
@@ -998,44 +1068,46 @@ static PyObject *remade_node(PyObject *x, PyObject *make, const Converters *cv, 
   if (!args[2] || !(args[0] = converted(cv->ops, cv->op_conv, f[0])) || !(args[1] = converted(cv->dtypes, cv->dtype_conv, f[1])) ||
       !(args[3] = converted_arg(f[3], cv)) || !(args[4] = f[4] == Py_None ? Py_NewRef(Py_None) : PyObject_CallOneArg(cv->arg_conv, f[4])))
     goto done;
-  ret = PyObject_Vectorcall(make, args, 5, NULL);
+  ret = made(mk, args);
 done:
   for (int i = 0; i < 5; i++) Py_XDECREF(f[i]), Py_XDECREF(args[i]);
   return ret;
 }
 
-/* the bridge's graph conversion (tinyc.tinygrad): nodes of either library in toposort order, each made again through the
- * other's constructor, its op and dtype through memo dicts (converted on a miss), its arg as it is when its type is in
- * plain, else through convert_arg, a tag through convert_arg; the last node's remade node. One pass in C: per node, the
- * constructor is the only Python call. */
+/* the bridge's graph conversion (tinyc.tinygrad): nodes of either library in toposort order, each made again for the
+ * other (see Maker), its op and dtype through memo dicts (converted on a miss), its arg as it is when its type is in
+ * plain, else through convert_arg, a tag through convert_arg; the last node's remade node. One pass in C: per node,
+ * the constructor (when it is called) is the only Python call. */
 static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   UNUSED(mod);
-  PyObject *nodes, *make;
+  PyObject *nodes, *make, *consed = Py_None;
   Converters cv;
-  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
-                        &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain))
+  Maker mk;
+  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!|O:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
+                        &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain, &consed) ||
+      maker_init(&mk, make, consed) < 0)
     return NULL;
   Py_ssize_t n = PyList_GET_SIZE(nodes);
   if (!n) return PyErr_Format(PyExc_ValueError, "_rebuild_graph needs at least one node");
-  PyObject *made = PyList_New(0), *last = NULL;   /* made owns every remade node; done maps to them */
+  PyObject *remade = PyList_New(0), *last = NULL;   /* owns every remade node; done maps to them */
   PtrMap done = {0};
-  for (Py_ssize_t i = 0; made && i < n; i++) {
-    PyObject *x = PyList_GET_ITEM(nodes, i), *y = remade_node(x, make, &cv, &done);
-    int err = !y || PyList_Append(made, y) < 0 || ptrmap_set(&done, x, y) < 0;
+  for (Py_ssize_t i = 0; remade && i < n; i++) {
+    PyObject *x = PyList_GET_ITEM(nodes, i), *y = remade_node(x, &mk, &cv, &done);
+    int err = !y || PyList_Append(remade, y) < 0 || ptrmap_set(&done, x, y) < 0;
     Py_XDECREF(y);
-    if (err) Py_CLEAR(made);
+    if (err) Py_CLEAR(remade);
     else last = y;
   }
-  PyObject *ret = made ? Py_NewRef(last) : NULL;
+  PyObject *ret = remade ? Py_NewRef(last) : NULL;
   ptrmap_free(&done);
-  Py_XDECREF(made);
+  Py_XDECREF(remade);
   return ret;
 }
 
 static PyMethodDef module_functions[] = {
   {"_intern_count", intern_count, METH_NOARGS, "number of live interned UOps"},
   {"_rebuild_graph", rebuild_graph, METH_VARARGS,
-   "_rebuild_graph(nodes, make, ops, op_conv, dtypes, dtype_conv, convert_arg, plain): the bridge's graph conversion"},
+   "_rebuild_graph(nodes, make, ops, op_conv, dtypes, dtype_conv, convert_arg, plain, consed=None): the bridge's graph conversion"},
   {NULL, NULL, 0, NULL},
 };
 

@@ -23,6 +23,9 @@
 #include "../../helpers/diskcache.h"
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -382,8 +385,20 @@ static void run_job(Job *job) {
   if (!job->lib) job->exc = fetch_exception();
 }
 
+/* The thread that codegens (under the GIL) hands out the work: its compiles queue behind its codegen, so on a machine
+ * with as many compiles as cores it must not wait for a core. The compile threads, and the compilers they start (a child
+ * inherits its thread's nice value), run a few nice levels lower; nothing changes when a core is free. */
+#define POOL_NICENESS 5
+static void lower_thread_priority(void) {
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  errno = 0;
+  int nice_now = getpriority(PRIO_PROCESS, (id_t)tid);
+  if (errno == 0) (void)setpriority(PRIO_PROCESS, (id_t)tid, nice_now + POOL_NICENESS);   /* best effort */
+}
+
 static void *pool_worker(void *arg) {
   Pool *pool = arg;
+  lower_thread_priority();
   for (;;) {
     pthread_mutex_lock(&pool->lock);
     while (!pool->head && !pool->stopping) pthread_cond_wait(&pool->queued, &pool->lock);

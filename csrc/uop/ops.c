@@ -19,7 +19,7 @@
 static UOp **table;
 static size_t table_cap, table_len;
 static uint64_t table_version;    /* bumped on every insert/delete: detects re-entrant changes */
-#define TABLE_MIN_CAP 1024
+#define TABLE_MIN_CAP 16384   /* 128 KiB: a kernel's graphs come and go without growing and shrinking the table each time */
 
 Py_ssize_t uop_intern_count(void) { return (Py_ssize_t)table_len; }
 

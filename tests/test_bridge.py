@@ -95,7 +95,8 @@ def searched_by_tinygrad():
 
 out = {}
 for name in NAMES:
-  kernels.clear(), specs.clear()
+  kernels.clear()
+  specs.clear()
   vals = globals()[name]()
   out[name] = {"outputs": [v.numpy().tobytes().hex() for v in vals], "kernels": [k for k in kernels if k[0] != "test"],
                "specs": [f for k, f in zip(kernels, specs) if k[0] != "test"]}

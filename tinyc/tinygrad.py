@@ -90,12 +90,13 @@ class _Direction:
     return _C._rebuild_graph(list(root.toposort()), self.make, self.ops, self.convert_op, self.dtypes, self.convert_dtype,
                              self.convert_arg, _PLAIN_ARGS, self.consed())
 
-_TG_META_CALL = _TgUOpMeta.__call__
+def _tinygrads_constructor(f) -> bool:
+  return getattr(f, "__module__", None) == "tinygrad.uop.ops" and getattr(f, "__qualname__", None) == "UOpMetaClass.__call__"
 def _tg_consed():
   """tinygrad's UOp(op, dtype, src, arg, tag) hash-conses a node in UOpMetaClass.ucache and, under SPEC>1, checks it
-  against the spec: the bridge's nodes carry no metadata or buffer, so C does the same while SPEC<=1 and nobody has
-  replaced the constructor; else the constructor is called."""
-  return (TgUOp, _TgUOpMeta.ucache) if _TG_SPEC.value <= 1 and _TgUOpMeta.__call__ is _TG_META_CALL else None
+  against the spec: the bridge's nodes carry no metadata or buffer, so C does the same while SPEC<=1 and the constructor
+  is tinygrad's own (not replaced, before or after this import); else the constructor is called."""
+  return (TgUOp, _TgUOpMeta.ucache) if _TG_SPEC.value <= 1 and _tinygrads_constructor(_TgUOpMeta.__dict__.get("__call__")) else None
 
 _TO_TC = _Direction(tinyc.UOp, tinyc.Ops, _to_tc_dtype, _to_tc_arg)
 _TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg, _tg_consed)

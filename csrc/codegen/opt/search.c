@@ -25,7 +25,6 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -267,20 +267,21 @@ def _finish_compile(b: _Built) -> bytes|None:
 
 def _tg_sint(x): return to_tinygrad(x) if isinstance(x, tinyc.UOp) else x
 
-def _tg_program_spec(prg, lib) -> TgProgramSpec:
+def _tg_program_spec(prg) -> TgProgramSpec:
   """tinygrad's ProgramSpec.from_uop of tinyc's PROGRAM converted, its fields read by tinyc's C ProgramSpec.from_uop (the
   same single pass over the uops). A UOp among them (a var, a symbolic size) converts to the very node of the converted
   graph: both sides hash-cons."""
   tc, tg = tinyc.ProgramSpec.from_uop(prg), to_tinygrad(prg)
   uops = list(tg.src[2].src)
   if _TG_DEBUG >= 6: _tg_print_uops(uops)
-  return TgProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, lib, list(tg.arg) if tg.arg else [],
+  return TgProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, None, list(tg.arg) if tg.arg else [],
                        [_tg_sint(x) for x in tc.global_size], None if tc.local_size is None else [_tg_sint(x) for x in tc.local_size],
                        [to_tinygrad(v) for v in tc.vars], list(tc.globals), list(tc.outs), list(tc.ins))
 
 def _spec(b: _Built) -> TgProgramSpec:
+  with _timed("codegen"): spec = _tg_program_spec(b.prg)   # while the pool may still be compiling it
   lib = _finish_compile(b)
-  with _timed("codegen"): return _tg_program_spec(b.prg, lib)
+  return spec if lib is None else dataclasses.replace(spec, lib=lib)
 
 def _ahead_key(ast, ren): return (ast.key, id(ren))
 

@@ -57,7 +57,7 @@ typedef struct NodeMap {
 } NodeMap;
 
 static uint32_t rewrite_last_id;                /* ids of rewrites, never 0 */
-static FAST_TLS int rewrite_depth;           /* rewrites running in this thread (a nested one saves what it overwrites) */
+static FAST_TLS int rewrite_depth;              /* rewrites running in this thread (a nested one saves what it overwrites) */
 static NodeMap *active_rewrites;                /* every rewrite running, in any thread (the GIL orders the changes) */
 
 static Entry *nodemap_get(const NodeMap *m, const UOp *key) {

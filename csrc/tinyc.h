@@ -45,5 +45,9 @@ int ctxvar_text(const char *key);
 const char *ctxvar_text_value(const char *key);
 int tinyc_init_getenv(PyObject *m);
 
+/* tinygrad's strip_parens(s) (helpers/strip_parens.c): "(...)" without its outer parens when what is inside is balanced;
+ * a new reference (NULL stays NULL; TypeError for a non-str) */
+PyObject *strip_parens(PyObject *s);
+
 
 #endif

@@ -439,24 +439,8 @@ static int clang_override(CStyleSettings *s, PyObject *self, int method, PyObjec
 /* ctx[u]: the text of a node rendered earlier (borrowed); TypeError when ctx is not a Renderer */
 static inline PyObject *text_of(PyObject *ctx, UOp *u) { return is_cstyle(ctx) ? renderer_text((RendererObject *)ctx, u) : renderer_text_of(ctx, u); }
 
-/* s[start:end] never closes more parens than it opened, and closes all it opened */
-static bool is_balanced(PyObject *s, Py_ssize_t start, Py_ssize_t end) {
-  Py_ssize_t depth = 0;
-  for (Py_ssize_t i = start; i < end; i++) {
-    Py_UCS4 c = PyUnicode_READ_CHAR(s, i);
-    depth += (c == '(') - (c == ')');
-    if (depth < 0) return false;
-  }
-  return depth == 0;
-}
-
-/* "(...)" without its outer parens when what is inside is balanced (borrowed, pooled) */
-static PyObject *strip_parens(PyObject *s) {
-  if (!s) return NULL;
-  Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-  if (n < 2 || PyUnicode_READ_CHAR(s, 0) != '(' || PyUnicode_READ_CHAR(s, n - 1) != ')' || !is_balanced(s, 1, n - 1)) return s;
-  return pool_keep(PyUnicode_Substring(s, 1, n - 1));
-}
+/* strip_parens (helpers), pooled: borrowed */
+static PyObject *stripped(PyObject *s) { return pool_keep(strip_parens(s)); }
 
 /* PyUnicode_FromFormat with every %S argument present (NULL: an error happened earlier); pooled */
 static UOp *fmt1(const char *f, PyObject *a) { return a ? TEXT(PyUnicode_FromFormat(f, a)) : NULL; }
@@ -767,7 +751,7 @@ RULE(r_index, idx, buf) {
   PyObject *idx_text = text_of(ctx, idx);
   int is_add = idx_text ? PyObject_RichCompareBool(idx->arg, ops_members[OP_ADD], Py_EQ) : -1;
   if (is_add < 0) return NULL;
-  return fmt2("(%S+%S)", text_of(ctx, buf), is_add ? strip_parens(idx_text) : idx_text);
+  return fmt2("(%S+%S)", text_of(ctx, buf), is_add ? stripped(idx_text) : idx_text);
 }
 /* a gated load: "(gate?*ptr:alt)" */
 RULE(r_load_gated, gate, bidx, var) {
@@ -786,7 +770,7 @@ RULE(r_alu, x) {
   PyObject *a[3];
   for (int i = 0; i < x->nsrc; i++) {
     a[i] = text_of(ctx, x->src[i]);
-    if (chains && x->src[i]->op == x->op) a[i] = strip_parens(a[i]);
+    if (chains && x->src[i]->op == x->op) a[i] = stripped(a[i]);
     if (!a[i]) return NULL;
   }
   return TEXT(alu_text(s, x, a, x->nsrc));

@@ -23,27 +23,8 @@ static UOp *format3(const char *fmt, PyObject *a, PyObject *b, PyObject *c) {
   return a && b && c ? TEXT(PyUnicode_FromFormat(fmt, a, b, c)) : NULL;
 }
 
-/* helpers.py's _is_balanced on s[start:end]: the parens never close more than they opened, and all close */
-static bool is_balanced(PyObject *s, Py_ssize_t start, Py_ssize_t end) {
-  int kind = PyUnicode_KIND(s);
-  const void *data = PyUnicode_DATA(s);
-  Py_ssize_t depth = 0;
-  for (Py_ssize_t i = start; i < end; i++) {
-    Py_UCS4 c = PyUnicode_READ(kind, data, i);
-    depth += (c == '(') - (c == ')');
-    if (depth < 0) return false;
-  }
-  return depth == 0;
-}
-
-/* helpers.py's strip_parens: "(...)" loses its outer parens when what is inside is balanced. Borrowed/pooled. */
-static PyObject *strip_parens(PyObject *s) {
-  if (!s) return NULL;
-  if (!PyUnicode_Check(s)) return PyErr_Format(PyExc_TypeError, "strip_parens needs a str, not %.100s", Py_TYPE(s)->tp_name);
-  Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-  if (n < 2 || PyUnicode_READ_CHAR(s, 0) != '(' || PyUnicode_READ_CHAR(s, n - 1) != ')' || !is_balanced(s, 1, n - 1)) return s;
-  return pool_keep(PyUnicode_Substring(s, 1, n - 1));
-}
+/* strip_parens (helpers), pooled: borrowed */
+static PyObject *stripped(PyObject *s) { return pool_keep(strip_parens(s)); }
 
 /* how tightly a binary op binds in Python (lower binds tighter); ops without an entry: 99 */
 static int precedence(Op op) {
@@ -83,8 +64,8 @@ static const char *binary_symbol(Op op) {
 static UOp *render_binary(UOp *x, PyObject *left, PyObject *right) {
   int mine = precedence(x->op);
   if (mine != 99) {
-    if (precedence(x->src[0]->op) <= mine) left = strip_parens(left);
-    if (precedence(x->src[1]->op) < mine) right = strip_parens(right);
+    if (precedence(x->src[0]->op) <= mine) left = stripped(left);
+    if (precedence(x->src[1]->op) < mine) right = stripped(right);
   }
   PyObject *sym = pool_keep(PyUnicode_FromString(binary_symbol(x->op)));
   return left && right && sym ? TEXT(PyUnicode_FromFormat("(%S%S%S)", left, sym, right)) : NULL;
@@ -152,7 +133,7 @@ RULE(render_index, x) {
   PyObject *parts = pool_keep(PyList_New(0)), *empty = pool_keep(PyUnicode_FromString(""));
   if (!parts || !empty) return NULL;
   for (int i = 1; i < x->nsrc; i++) {
-    PyObject *part = (PyObject *)format1("[%S]", strip_parens(text_of(ctx, x->src[i])));
+    PyObject *part = (PyObject *)format1("[%S]", stripped(text_of(ctx, x->src[i])));
     if (!part || PyList_Append(parts, part) < 0) return NULL;
   }
   return TEXT(PyUnicode_Join(empty, parts));

@@ -296,6 +296,19 @@ static int fold_lengths(PyObject *ctx, DType *bufdt, int *lengths, bool *must_di
   return n;
 }
 
+/* the widths a vector of sz elements is cut into, each the first usable one that still fits (usable ends in 1):
+ * the number of pieces, -1 when none fits */
+static int plan_pieces(int sz, const int *usable, int nusable, int *pieces) {
+  int n = 0;
+  for (int global_offset = 0; global_offset < sz; global_offset += pieces[n++]) {
+    int fold = 0;
+    for (int i = 0; i < nusable && !fold; i++) if (global_offset + usable[i] <= sz) fold = usable[i];
+    if (!fold) return -1;
+    pieces[n] = fold;
+  }
+  return n;
+}
+
 /* a LOAD/STORE of a vector through a casted pointer is split into the widest pieces the offset allows */
 RULE(split_load_store, ls, idx) {
   UOp *buf = idx->src[0], *r = NULL;
@@ -306,29 +319,30 @@ RULE(split_load_store, ls, idx) {
   UOp *offset = u_get_idx(idx->src[1]), *mask = u_get_valid(idx->src[1]);
   if (n < 0 || !offset || !mask) return NULL;
   for (int i = 0; i < n; i++) {
-    if (must_divide) {
+    if (must_divide && lengths[i] != 1) {   /* everything divides by 1 */
       PyObject *d = pool_keep(uop_divides(offset, n_int(lengths[i])));
       if (!d) return NULL;
       if (d == Py_None) continue;
     }
     usable[nusable++] = lengths[i];
   }
+  /* the pieces are known before any is built: one piece is no split (tinygrad builds it, then answers None) */
+  int *pieces = PyMem_Malloc(sizeof(int) * (size_t)sz), npieces = pieces ? plan_pieces(sz, usable, nusable, pieces) : 0;
+  if (!pieces) return (UOp *)PyErr_NoMemory();
+  if (npieces < 0) PyErr_SetString(PyExc_RuntimeError, "split_load_store found no fold length");
   UList parts = {0};
-  for (int global_offset = 0; global_offset < sz;) {
-    int fold = 0;
-    for (int i = 0; i < nusable && !fold; i++) if (global_offset + usable[i] <= sz) fold = usable[i];
-    if (!fold) { PyErr_SetString(PyExc_RuntimeError, "split_load_store found no fold length"); goto end; }
+  for (int k = 0, global_offset = 0; npieces > 1 && k < npieces; global_offset += pieces[k++]) {
+    int fold = pieces[k];
     UOp *lidx = index_ptr(buf, u_valid(u_addi(offset, global_offset), mask));
     if (fold > 1) lidx = u_cast(lidx, vec_ptr_like(buf->dtype, fold));
     UOp *part = ls->op == OP_STORE
       ? with_src(with_src(ls, 0, lidx, ls->dtype), 1, u_gep(ls->src[1], int_range(global_offset, global_offset + fold)), ls->dtype)
       : with_src(ls, 0, lidx, dtype_vec(dtype_scalar(ls->dtype), fold));
     if (ulist_push(&parts, part) < 0) goto end;
-    global_offset += fold;
   }
-  if (parts.len <= 1) { r = NULL; goto end; }
-  r = ls->op == OP_LOAD ? u_new(OP_CAT, ls->dtype, parts.items, parts.len, Py_None) : u_group(parts.items, parts.len);
+  if (npieces > 1) r = ls->op == OP_LOAD ? u_new(OP_CAT, ls->dtype, parts.items, parts.len, Py_None) : u_group(parts.items, parts.len);
 end:
+  PyMem_Free(pieces);
   ulist_free(&parts);
   return r;
 }

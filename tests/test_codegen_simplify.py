@@ -72,6 +72,24 @@ def test_initial_symbolic_identity(): run_identity("initial symbolic", 5)
 def test_simplify_ranges_identity(): run_identity("simplify ranges", 1)
 def test_cut_store_ranges_identity(): run_identity("cut store ranges", 1)
 
+def test_cut_store_range_cuts_and_missing_range():
+  """the cuts are the constants the range is compared below, duplicates and order as tinygrad's consumer map gives them;
+  an END whose range is not under its store raises tinygrad's KeyError (its consumer map has no entry for the range)"""
+  import pytest
+  from tinygrad.uop.ops import UOp, Ops
+  from tinygrad.dtype import dtypes
+  from tinygrad.codegen.simplify import pm_split_store as tg_split_store
+  buf, r, other = UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(16), arg=0), UOp.range(16, 0), UOp.range(16, 1)
+  f = lambda v: UOp.const(dtypes.float, v)
+  value = (r < 12).where(f(1.0), f(2.0)) + (r < 4).where(f(3.0), f(0.0)) + (r < 12).where(f(5.0), f(6.0))
+  cut = UOp(Ops.END, src=(buf.index(r).store(value), r))
+  ret = tg_graph_rewrite(cut, tg_split_store, ctx="CPU")
+  assert ret.op is Ops.GROUP and len(ret.src) == 3   # [0, 4), [4, 12), [12, 16)
+  assert _C.graph_rewrite(from_tinygrad(cut), RULES["pm_split_store"], "CPU") is from_tinygrad(ret)
+  unused = UOp(Ops.END, src=(buf.index(other).store(f(1.0)), r))
+  with pytest.raises(KeyError): tg_graph_rewrite(unused, tg_split_store, ctx="CPU")
+  with pytest.raises(KeyError): _C.graph_rewrite(from_tinygrad(unused), RULES["pm_split_store"], "CPU")
+
 # ---- pm_reduce_simplify / pm_reduce_collapse: the rangeify pass "symbolic+reduce_collapse+debuf" ----
 
 @functools.cache

@@ -209,24 +209,21 @@ static const RuleDef pm_simplify_ranges_defs[] = {
 
 /* ---- pm_split_store (ctx: the device string) ---- */
 
-/* the constants r is compared below (r < c) among the consumers of r in store's graph */
+/* the constants r is compared below (r < c) among the consumers of r in store's graph: tinygrad reads them from
+ * store.get_consumer_map()[r], whose consumers come in toposort order, so one walk finds the same ones in the same order
+ * without building the map; KeyError(r), as that lookup raises, when r is not in the graph */
 static PyObject *range_cuts(UOp *store, UOp *r) {
-  PyObject *cmap = keep(PyObject_CallMethod((PyObject *)store, "get_consumer_map", NULL));
-  if (!cmap) return NULL;
-  PyObject *consumers = PyObject_GetItem(cmap, (PyObject *)r);
-  if (!consumers) return NULL;
-  keep(consumers);
-  PyObject *cuts = keep(PyList_New(0));
-  PyObject *it = keep(PyObject_GetIter(consumers)), *c;
-  if (!cuts || !it) return NULL;
-  while ((c = PyIter_Next(it))) {
-    UOp *cu = (UOp *)c;
-    if (cu->op == OP_CMPLT && cu->src[0] == r && cu->src[1]->op == OP_CONST && PyList_Append(cuts, cu->src[1]->arg) < 0) {
-      Py_DECREF(c); return NULL;
-    }
-    Py_DECREF(c);
+  PyObject *topo = keep(uop_toposort_list(store, NULL)), *cuts = topo ? keep(PyList_New(0)) : NULL;
+  if (!cuts) return NULL;
+  bool found = false;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(topo); i++) {
+    UOp *u = (UOp *)PyList_GET_ITEM(topo, i);
+    found |= u == r;
+    if (u->op == OP_CMPLT && u->nsrc >= 2 && u->src[0] == r && u->src[1]->op == OP_CONST && PyList_Append(cuts, u->src[1]->arg) < 0)
+      return NULL;
   }
-  return PyErr_Occurred() ? NULL : cuts;
+  if (!found) { PyErr_SetObject(PyExc_KeyError, (PyObject *)r); return NULL; }
+  return cuts;
 }
 
 /* sorted(dedup([0] + cuts + [end])): the bounds of the pieces */

@@ -3,51 +3,51 @@
  * exec_alu (tinygrad/uop/ops.py, "ops in python"), which constant folding needs. */
 #include "native.h"
 #include <math.h>
+#include <pthread.h>
 
-/* the pool: a list per thread of everything rule bodies made, until the rule returns. Per thread, because a rule
- * running in one thread can let another run (a Python __eq__ of an arg gives up the GIL), whose rules must not
- * release what the first one still holds. The list belongs to the thread state's dict (freed with it); tls_pool
- * caches it for the OS thread while tls_state_id still names the thread state it came from. */
-static FAST_TLS PyObject *tls_pool;
-static FAST_TLS uint64_t tls_state_id;
-static PyObject *pool_key;
+/* the pool: a stack per OS thread of everything rule bodies made, released back to the rule's mark when it returns.
+ * Per thread, because a rule running in one thread can let another run (a Python __eq__ of an arg gives up the GIL),
+ * whose rules must not release what the first one still holds; within a thread marks nest, so a stack serves. A C
+ * array, not a Python list: every native rule call marks and releases, and every intermediate is pushed. Its buffer
+ * is the raw allocator's, freed by the thread's key destructor (which runs without the GIL, after the thread's last
+ * release has emptied it). */
+typedef struct { PyObject **items; Py_ssize_t len, cap; } Pool;
+static FAST_TLS Pool tls_pool;
+static pthread_key_t pool_free_key;   /* set to the thread's Pool once it has a buffer: its destructor frees it */
 static PyObject *namespace;     /* globals the pattern expressions are evaluated in */
 static PyObject *registry;      /* dict name -> PatternMatcher */
 static PyObject *math_mod;
 
 /* ---- pool ---- */
 
-/* this thread's pool (borrowed), NULL when it cannot be made (out of memory); an exception already set stays as it was */
-static PyObject *thread_pool(void) {
-  PyThreadState *ts = PyThreadState_Get();
-  if (tls_pool && tls_state_id == PyThreadState_GetID(ts)) return tls_pool;
-  PyObject *type, *value, *tb, *tdict, *list = NULL;
-  PyErr_Fetch(&type, &value, &tb);
-  if ((tdict = PyThreadState_GetDict()) && !(list = PyDict_GetItemWithError(tdict, pool_key)) && !PyErr_Occurred() &&
-      (list = PyList_New(0))) {
-    if (PyDict_SetItem(tdict, pool_key, list) < 0) Py_CLEAR(list);
-    else Py_DECREF(list);   /* the thread's dict owns it */
-  }
-  PyErr_Clear();
-  PyErr_Restore(type, value, tb);
-  if (list) tls_pool = list, tls_state_id = PyThreadState_GetID(ts);
-  return list;
+static void pool_free_buffer(void *pool) {
+  Pool *p = pool;
+  PyMem_RawFree(p->items);   /* anything still in it (never, after the last release) is leaked, not freed without the GIL */
+  *p = (Pool){0};
 }
-Py_ssize_t pool_mark(void) {
-  PyObject *pool = thread_pool();
-  return pool ? PyList_GET_SIZE(pool) : 0;
+static int pool_grow(Pool *p) {
+  Py_ssize_t cap = p->cap ? p->cap * 2 : 256;
+  PyObject **items = cap < PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(PyObject *) ? PyMem_RawRealloc(p->items, sizeof(PyObject *) * (size_t)cap) : NULL;
+  if (!items) { PyErr_NoMemory(); return -1; }
+  if (!p->items) pthread_setspecific(pool_free_key, p);
+  p->items = items, p->cap = cap;
+  return 0;
 }
+Py_ssize_t pool_mark(void) { return tls_pool.len; }
+/* popped before each release: a destructor that runs rules pushes and releases above the mark */
 void pool_release(Py_ssize_t mark) {
-  PyObject *pool = thread_pool();
-  if (pool && PyList_GET_SIZE(pool) > mark) PyList_SetSlice(pool, mark, PyList_GET_SIZE(pool), NULL);
+  Pool *p = &tls_pool;
+  while (p->len > mark) {
+    PyObject *o = p->items[--p->len];
+    Py_DECREF(o);
+  }
 }
 PyObject *pool_keep(PyObject *o) {
   if (!o) return NULL;
-  PyObject *pool = thread_pool();
-  int rc = pool ? PyList_Append(pool, o) : -1;
-  Py_DECREF(o);
-  if (rc < 0 && !PyErr_Occurred()) PyErr_NoMemory();
-  return rc < 0 ? NULL : o;
+  Pool *p = &tls_pool;
+  if (p->len == p->cap && pool_grow(p) < 0) { Py_DECREF(o); return NULL; }
+  p->items[p->len++] = o;
+  return o;
 }
 
 void *pool_alloc(size_t n) {
@@ -349,7 +349,8 @@ static PyMethodDef native_functions[] = {
 };
 
 int tinyc_init_native(PyObject *m) {
-  if (!(pool_key = PyUnicode_InternFromString("tinyc rule pool")) || !(registry = PyDict_New()) || !(math_mod = PyImport_ImportModule("math"))) return -1;
+  if (pthread_key_create(&pool_free_key, pool_free_buffer) != 0) { PyErr_SetString(PyExc_RuntimeError, "no thread key for the rule pool"); return -1; }
+  if (!(registry = PyDict_New()) || !(math_mod = PyImport_ImportModule("math"))) return -1;
   if (!(namespace = PyDict_New()) || PyDict_SetItemString(namespace, "__builtins__", PyEval_GetBuiltins()) < 0) return -1;
   static const char *const names[] = {"UPat", "Ops", "GroupOp", "dtypes", "Invalid", "PtrDType", "AddrSpace", "AxisType", NULL};
   for (int i = 0; names[i]; i++) {

@@ -96,6 +96,16 @@ def test_do_linearize():
     prg = TgUOp(TgOps.PROGRAM, src=(sink, TgUOp(TgOps.DEVICE, arg="CPU")))
     assert from_tinygrad(tg_do_linearize(prg, sink)) is _C.do_linearize(from_tinygrad(prg), from_tinygrad(sink))
 
+def test_run_counts_past_int64():
+  """run counts past 2**63 (two nested ranges of 2**40) next to small ones: the order is tinygrad's, Python's numbers
+  compared where C's do not fit"""
+  dg = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(2**62), arg=0)
+  big0, big1, small = TgUOp.range(2**40, 0), TgUOp.range(2**40, 1), TgUOp.range(7, 2)
+  wide = dg.index(big0 * 3 + big1).store(TgUOp.const(tg_dtypes.float, 1.0)).end(big1, big0)
+  narrow = dg.index(small + 5).store(TgUOp.const(tg_dtypes.float, 2.0)).end(small)
+  for sink in (TgUOp.sink(wide, narrow), TgUOp.sink(narrow, wide)):
+    assert same_nodes(tg_linearize(sink), _C.linearize(from_tinygrad(sink)))
+
 def test_linearize_is_a_toposort_of_every_node():
   for _, sink in final_sinks()[:10]:
     tc_sink = from_tinygrad(sink)

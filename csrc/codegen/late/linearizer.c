@@ -94,7 +94,7 @@ static int graph_init(Graph *g, PyObject *list) {
 /* ---------------------------------------------------------------------------------------------- */
 
 typedef struct {
-  PyObject *run_count;   /* owned: prod(int(r.vmax)+1 for r in u.ranges) */
+  PyObject *run_count;   /* owned: prod(int(r.vmax)+1 for r in u.ranges); NULL while every key's is small */
   long long rc;          /* run_count as a C integer when small is set (it fits) */
   bool small;
   int priority;          /* smaller is placed earlier */
@@ -133,6 +133,22 @@ static PyObject *run_count(PtrVec *ranges) {
   }
   Py_XDECREF(one);
   return acc;
+}
+
+/* the same product in C when every vmax is an int and nothing overflows: true with *out set; false (no error set) when
+ * Python's numbers are needed, -1 on error */
+static int small_run_count(PtrVec *ranges, long long *out) {
+  long long acc = 1;
+  for (Py_ssize_t i = 0; i < ranges->len; i++) {
+    PyObject *mn, *mx;
+    if (uop_min_max(ranges->items[i], &mn, &mx) < 0) return -1;
+    if (!PyLong_CheckExact(mx)) return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(mx, &overflow);
+    if (overflow || v == LLONG_MAX || __builtin_mul_overflow(acc, v + 1, &acc)) return 0;
+  }
+  *out = acc;
+  return 1;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -389,18 +405,28 @@ fail:
   return NULL;
 }
 
+/* every key's run count: in C where it fits, and as a Python number for all of them when one does not (comparing
+ * two keys needs both as Python numbers then) */
 static int make_keys(Graph *g, Key *keys) {
+  bool all_small = true;
   for (Py_ssize_t i = 0; i < g->n; i++) {
     UOp *u = g->nodes[i];
-    if (!(keys[i].run_count = run_count(&g->ranges[i]))) return -1;
-    if (PyLong_CheckExact(keys[i].run_count)) {
+    int small = small_run_count(&g->ranges[i], &keys[i].rc);
+    if (small < 0) return -1;
+    keys[i].small = small;
+    all_small &= small;
+    keys[i].priority = op_priority(u->op);
+    keys[i].extra = (u->op == OP_DEFINE_GLOBAL || u->op == OP_DEFINE_VAR) ? u->arg : NULL;
+  }
+  for (Py_ssize_t i = 0; !all_small && i < g->n; i++) {
+    keys[i].run_count = keys[i].small ? PyLong_FromLongLong(keys[i].rc) : run_count(&g->ranges[i]);
+    if (!keys[i].run_count) return -1;
+    if (!keys[i].small && PyLong_CheckExact(keys[i].run_count)) {
       int overflow;
       keys[i].rc = PyLong_AsLongLongAndOverflow(keys[i].run_count, &overflow);
       if (keys[i].rc == -1 && PyErr_Occurred()) return -1;
       keys[i].small = !overflow;
     }
-    keys[i].priority = op_priority(u->op);
-    keys[i].extra = (u->op == OP_DEFINE_GLOBAL || u->op == OP_DEFINE_VAR) ? u->arg : NULL;
   }
   return 0;
 }

@@ -268,6 +268,35 @@ static UOp *with_kernel_info(UOp *ast, PyObject *opts) {
   return ret;
 }
 
+/* graph_rewrite(prg, pm, ren) for pm_to_program and pm_to_source, whose rules all match a PROGRAM: on a graph with no
+ * other PROGRAM below the root, the rewrite's walk leaves every other node as it is (what the rules add, LINEAR, SOURCE
+ * and BINARY, holds no PROGRAM either), so its answer is the root rewritten until no rule fires, without the walk */
+static bool only_program_rules(const PatternMatcher *pm) {
+  for (int op = 0; op < OP_COUNT; op++) if (op != OP_PROGRAM && pm->n_by_op[op]) return false;
+  return true;
+}
+static UOp *rewrite_program_root(UOp *prg, PatternMatcher *pm, PyObject *ren) {
+  if (!only_program_rules(pm)) return graph_rewrite(prg, pm, ren, false, NULL);   /* a rule for other nodes: the walk */
+  PyObject *nodes = uop_toposort_list(prg, NULL);
+  if (!nodes) return NULL;
+  bool alone = true;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes) - 1 && alone; i++) alone = ((UOp *)PyList_GET_ITEM(nodes, i))->op != OP_PROGRAM;
+  Py_DECREF(nodes);
+  if (!alone) return graph_rewrite(prg, pm, ren, false, NULL);
+  UOp *cur = (UOp *)Py_NewRef(prg);
+  for (int step = 0; step < 8; step++) {   /* the rules add one source each: three steps at most */
+    UOp *next = (UOp *)pm_rewrite(pm, cur, ren, true);
+    if (!next) {
+      if (PyErr_Occurred()) Py_CLEAR(cur);
+      return cur;
+    }
+    Py_SETREF(cur, next);
+  }
+  UOp *ret = graph_rewrite(cur, pm, ren, false, NULL);   /* rules that keep firing: the walk's answer (or its error) */
+  Py_DECREF(cur);
+  return ret;
+}
+
 /* the PROGRAM UOp of an AST: SINK, DEVICE, LINEAR, SOURCE and (with a compiler) BINARY; a PROGRAM given
  * goes on from where it stands */
 static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts, const char *passes) {
@@ -283,7 +312,9 @@ static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts, const char *pas
     Py_XDECREF(device); Py_XDECREF(full); Py_XDECREF(dev);
   }
   Py_DECREF(kast);
-  UOp *ret = prg ? graph_rewrite(prg, native_get(passes), ren, false, NULL) : NULL;
+  PatternMatcher *pm = prg ? native_get(passes) : NULL;
+  if (prg && !pm) PyErr_Format(PyExc_RuntimeError, "the native rule set %s is missing", passes);
+  UOp *ret = pm ? rewrite_program_root(prg, pm, ren) : NULL;
   Py_XDECREF(prg);
   return ret;
 }

@@ -304,7 +304,8 @@ PyObject *exec_alu(Op op, DType *dtype, PyObject *const *operands, int n, bool t
   return t;
 }
 
-static PyObject *py_native_rules(PyObject *mod, PyObject *unused) { UNUSED(mod); UNUSED(unused); return Py_NewRef(registry); }
+/* a copy: C reads the registry's rule sets by name, unchecked, so Python may not replace them */
+static PyObject *py_native_rules(PyObject *mod, PyObject *unused) { UNUSED(mod); UNUSED(unused); return PyDict_Copy(registry); }
 
 static PyObject *py_exec_alu(PyObject *mod, PyObject *args, PyObject *kw) {
   UNUSED(mod);

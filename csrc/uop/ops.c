@@ -958,6 +958,7 @@ static PyGetSetDef *merge_getset(PyGetSetDef *const *tables, int n) {
 /* how _rebuild_graph converts a node's parts for the other library */
 typedef struct {
   PyObject *ops, *op_conv;         /* op memo dict, and its converter on a miss */
+  PyObject *tinyc_ops[OP_COUNT];   /* a tinyc op's conversion, owned, once looked up: tinyc.Ops hashes in Python */
   PyObject *dtypes, *dtype_conv;   /* dtype memo dict, and its converter */
   PyObject *arg_conv, *plain;      /* args and tags: as they are when their type is in plain (a frozenset), else arg_conv */
 } Converters;
@@ -1048,25 +1049,47 @@ static PyObject *converted_arg(PyObject *x, const Converters *cv) {
   return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(cv->arg_conv, x);
 }
 
+/* the remade sources of src[0..n) as a tuple (done: node -> remade); a new reference */
+static PyObject *remade_sources(PyObject *const *src, Py_ssize_t n, PtrMap *done) {
+  PyObject *t = PyTuple_New(n);
+  for (Py_ssize_t i = 0; t && i < n; i++) {
+    PyObject *s = ptrmap_get(done, src[i]);
+    if (!s) { PyErr_SetString(PyExc_KeyError, "a source comes after its user: the nodes must be in toposort order"); Py_CLEAR(t); break; }
+    PyTuple_SET_ITEM(t, i, Py_NewRef(s));
+  }
+  return t;
+}
+
+/* a tag for the other side: None as it is, else convert_arg(tag); a new reference */
+static PyObject *converted_tag(PyObject *tag, const Converters *cv) {
+  return tag == Py_None ? Py_NewRef(Py_None) : PyObject_CallOneArg(cv->arg_conv, tag);
+}
+
+/* remade_node for a tinyc UOp: its fields read from the node, its op converted once per op */
+static PyObject *remade_tinyc_node(UOp *u, const Maker *mk, Converters *cv, PtrMap *done) {
+  PyObject **op = &cv->tinyc_ops[u->op];
+  if (!*op && !(*op = converted(cv->ops, cv->op_conv, ops_members[u->op]))) return NULL;
+  PyObject *args[5] = {Py_NewRef(*op), converted(cv->dtypes, cv->dtype_conv, (PyObject *)u->dtype), NULL, NULL, NULL}, *ret = NULL;
+  if (args[1] && (args[2] = remade_sources((PyObject *const *)u->src, u->nsrc, done)) && (args[3] = converted_arg(u->arg, cv)) &&
+      (args[4] = converted_tag(uop_tag(u), cv)))
+    ret = made(mk, args);
+  for (int i = 0; i < 5; i++) Py_XDECREF(args[i]);
+  return ret;
+}
+
 /* one node made again (op, dtype, src, arg, tag), its sources already made (done: node -> remade); a new reference */
-static PyObject *remade_node(PyObject *x, const Maker *mk, const Converters *cv, PtrMap *done) {
+static PyObject *remade_node(PyObject *x, const Maker *mk, Converters *cv, PtrMap *done) {
+  if (UOp_Check(x)) return remade_tinyc_node((UOp *)x, mk, cv, done);
   static PyObject *names[5];   /* op, dtype, src, arg, tag: interned once */
   PyObject *f[5] = {NULL}, *args[5] = {NULL}, *ret = NULL;
   for (int i = 0; i < 5; i++)
     if ((!names[i] && !(names[i] = PyUnicode_InternFromString(node_fields[i]))) || !(f[i] = PyObject_GetAttr(x, names[i]))) goto done;
   PyObject *src = PySequence_Fast(f[2], "a node's src must be a sequence");
   if (!src) goto done;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(src);
-  if ((args[2] = PyTuple_New(n))) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-      PyObject *s = ptrmap_get(done, PySequence_Fast_GET_ITEM(src, i));
-      if (!s) { PyErr_SetString(PyExc_KeyError, "a source comes after its user: the nodes must be in toposort order"); Py_CLEAR(args[2]); break; }
-      PyTuple_SET_ITEM(args[2], i, Py_NewRef(s));
-    }
-  }
+  args[2] = remade_sources(PySequence_Fast_ITEMS(src), PySequence_Fast_GET_SIZE(src), done);
   Py_DECREF(src);
   if (!args[2] || !(args[0] = converted(cv->ops, cv->op_conv, f[0])) || !(args[1] = converted(cv->dtypes, cv->dtype_conv, f[1])) ||
-      !(args[3] = converted_arg(f[3], cv)) || !(args[4] = f[4] == Py_None ? Py_NewRef(Py_None) : PyObject_CallOneArg(cv->arg_conv, f[4])))
+      !(args[3] = converted_arg(f[3], cv)) || !(args[4] = converted_tag(f[4], cv)))
     goto done;
   ret = made(mk, args);
 done:
@@ -1081,7 +1104,7 @@ done:
 static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   UNUSED(mod);
   PyObject *nodes, *make, *consed = Py_None;
-  Converters cv;
+  Converters cv = {0};
   Maker mk;
   if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!|O:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
                         &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain, &consed) ||
@@ -1099,6 +1122,7 @@ static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
     else last = y;
   }
   PyObject *ret = remade ? Py_NewRef(last) : NULL;
+  for (int op = 0; op < OP_COUNT; op++) Py_XDECREF(cv.tinyc_ops[op]);
   ptrmap_free(&done);
   Py_XDECREF(remade);
   return ret;

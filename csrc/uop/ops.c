@@ -958,7 +958,7 @@ static PyGetSetDef *merge_getset(PyGetSetDef *const *tables, int n) {
 /* how _rebuild_graph converts a node's parts for the other library */
 typedef struct {
   PyObject *ops, *op_conv;         /* op memo dict, and its converter on a miss */
-  PyObject *tinyc_ops[OP_COUNT];   /* a tinyc op's conversion, owned, once looked up: tinyc.Ops hashes in Python */
+  PyObject *tinyc_ops[OP_COUNT];   /* a tinyc op's conversion, owned: the memo dict looked up once per op, not per node */
   PyObject *dtypes, *dtype_conv;   /* dtype memo dict, and its converter */
   PyObject *arg_conv, *plain;      /* args and tags: as they are when their type is in plain (a frozenset), else arg_conv */
 } Converters;

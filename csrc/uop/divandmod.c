@@ -45,6 +45,53 @@ static PyObject *py_sum(PyObject *xs) {
   return acc;
 }
 
+/* ---- the folder's questions in C integers ----
+ * Most sub-rules fold nothing, and tinygrad asks them by building expressions only to read their bounds. Where every
+ * number fits in 64 bits the same question is answered here in 128-bit arithmetic first: a "no" ends the sub-rule,
+ * anything else (a fold, or a number that does not fit) goes on to the Python-number path, which builds tinygrad's
+ * expressions as before. */
+
+/* o as a C integer (a Python int that fits); false when it is not one or does not fit */
+static bool small_int(PyObject *o, long long *out) {
+  if (!o || !PyLong_Check(o)) return false;
+  int overflow;
+  *out = PyLong_AsLongLongAndOverflow(o, &overflow);
+  return !overflow && !(*out == -1 && PyErr_Occurred());
+}
+static bool small_bounds(UOp *u, long long *lo, long long *hi) {
+  PyObject *mn, *mx;
+  if (uop_min_max(u, &mn, &mx) < 0) { PyErr_Clear(); return false; }   /* the Python path meets the error again */
+  return small_int(mn, lo) && small_int(mx, hi);
+}
+typedef __int128 wide;
+static wide floordiv_w(wide a, wide c) { wide q = a / c; return (a % c != 0 && (a < 0) != (c < 0)) ? q - 1 : q; }   /* Python // */
+static wide floormod_w(wide a, wide c) { return a - floordiv_w(a, c) * c; }                                       /* Python % */
+static wide cdiv_w(wide a, wide b) { return a / b; }   /* tinygrad's cdiv: C division truncates toward zero (b != 0) */
+static long long gcd_ll(long long a, long long b) {
+  unsigned long long x = a < 0 ? -(unsigned long long)a : (unsigned long long)a, y = b < 0 ? -(unsigned long long)b : (unsigned long long)b;
+  while (y) { unsigned long long t = x % y; x = y, y = t; }
+  return x > LLONG_MAX ? 0 : (long long)x;   /* 0: does not fit (only for LLONG_MIN alone) */
+}
+/* u.const_factor() in C when it is an integer that fits: CONST, ADD (gcd of both sides), MUL by a CONST, else 1 */
+static bool small_const_factor(UOp *u, long long *out, int depth) {
+  switch (u->op) {
+  case OP_CONST: return small_int(u->arg, out);
+  case OP_VCONST: return false;
+  case OP_ADD: {
+    long long a, b;
+    if (depth > 64 || u->nsrc != 2 || !small_const_factor(u->src[0], &a, depth + 1) || !small_const_factor(u->src[1], &b, depth + 1)) return false;
+    *out = gcd_ll(a, b);
+    return *out != 0 || (a == 0 && b == 0);
+  }
+  case OP_MUL:
+    if (u->nsrc == 2 && u->src[0]->op == OP_CONST) return small_int(u->src[0]->arg, out);
+    if (u->nsrc == 2 && u->src[1]->op == OP_CONST) return small_int(u->src[1]->arg, out);
+    *out = 1;
+    return true;
+  default: *out = 1; return true;
+  }
+}
+
 /* ---- the UOp methods the folder uses (ops.py) ---- */
 
 static PyObject *const_factor(UOp *u) { return u ? pool_keep(uop_const_factor(u)) : NULL; }
@@ -58,9 +105,25 @@ static PyObject *with_last(PyObject *uops, UOp *y) {
   return append(all, AS_PY(y)) < 0 ? NULL : pool_keep(PyList_AsTuple(all));
 }
 
+/* UOp.gcd(*uops, y) is surely CONST 1 when y is a CONST c > 0 and the const factors of the terms and c share no factor:
+ * y's term is c/c = CONST 1, whose only MUL-leaf is itself, so the leaves every term shares are at most that CONST 1,
+ * and 1 * CONST 1 * ... * CONST(1) simplifies to CONST 1. A zero factor (a division by zero in gcd) or a number that
+ * does not fit is left to the full computation. */
+static bool gcd_surely_one(PyObject *uops, UOp *y) {
+  long long g;
+  if (y->op != OP_CONST || !small_int(y->arg, &g) || g <= 0) return false;
+  for (Py_ssize_t i = 0; i < LEN(uops) && g != 1; i++) {
+    long long f;
+    if (!small_const_factor((UOp *)ITEM(uops, i), &f, 0) || f == 0) return false;
+    g = gcd_ll(g, f);
+  }
+  return g == 1;
+}
+
 /* UOp.gcd(*uops, y).simplify(); NULL without an exception when that is surely CONST 1, which both users of it give up
  * on: the common case, told from gcd's parts without building the product and rewriting it */
 static UOp *gcd_simplified(PyObject *uops, UOp *y) {
+  if (gcd_surely_one(uops, y)) return NULL;
   PyObject *args = with_last(uops, y), *g = args ? pool_keep(uop_gcd_unless_one(args)) : NULL;
   return g && g != Py_None ? u_simplify(need_uop(g)) : NULL;
 }
@@ -160,7 +223,17 @@ static int read_bounds(DivMod *s) {
 }
 
 /* cancel_divmod: the numerator's range lies within one denominator interval, so the quotient is constant */
+/* cancel_divmod's question in C: 0 when it surely does not fold, 1 when it may (or a number does not fit) */
+static int cancel_may_fold(DivMod *s) {
+  long long xl, xh, yl, yh;
+  if (!small_int(s->x_min, &xl) || !small_int(s->x_max, &xh) || !small_int(s->y_min, &yl) || !small_int(s->y_max, &yh)) return 1;
+  if ((wide)yl * yh <= 0) return 0;
+  wide q = cdiv_w(xl, yl);
+  return q == cdiv_w(xl, yh) && q == cdiv_w(xh, yl) && q == cdiv_w(xh, yh);
+}
+
 static UOp *cancel_divmod(DivMod *s) {
+  if (!cancel_may_fold(s)) return NULL;
   TEST(same_sign, cmpi(n_mul(s->y_min, s->y_max), Py_GT, 0));
   if (!same_sign) return NULL;
   PyObject *q = n_cdiv(s->x_min, s->y_min);
@@ -228,9 +301,27 @@ static UOp *fold_binary_numerator(DivMod *s) {
 
 /* fold_divmod_congruence: replace each factor by its smallest residue mod c; when that sum stays
  * within one interval of c, the quotient and remainder follow term by term */
+/* fold_divmod_congruence's question in C: the bounds of sum(rem_i * term_i) + cst % c, as tinygrad's _min_max gives them
+ * for that sum (a MUL by a CONST: its corners; an ADD: the sums), in one interval of c? 0 surely not, 1 it may (or a
+ * number does not fit) */
+static int congruence_may_fold(DivMod *s) {
+  long long c, cst;
+  if (!small_int(s->c, &c) || c <= 0 || !small_int(s->cst, &cst)) return 1;
+  wide lo = floormod_w(cst, c), hi = lo;
+  for (Py_ssize_t i = 0; i < LEN(s->factors); i++) {
+    long long f, tl, th;
+    if (!small_int(ITEM(s->factors, i), &f) || !UOp_Check(ITEM(s->terms, i)) || !small_bounds((UOp *)ITEM(s->terms, i), &tl, &th)) return 1;
+    wide r = floormod_w(f, c), r_neg = r - c, rem = (r_neg < 0 ? -r_neg : r_neg) < r ? r_neg : r;
+    wide a = rem * tl, b = rem * th;
+    lo += a < b ? a : b, hi += a < b ? b : a;
+  }
+  return floordiv_w(lo, c) == floordiv_w(hi, c);
+}
+
 static UOp *fold_divmod_congruence(DivMod *s) {
   TEST(x_negative, cmpi(s->x_min, Py_LT, 0));
   if (x_negative && s->correct) return NULL;
+  if (!congruence_may_fold(s)) return NULL;
   PyObject *rems = new_list(), *c = s->c;
   for (Py_ssize_t i = 0; rems && i < LEN(s->factors); i++) {
     PyObject *r = n_mod(ITEM(s->factors, i), c), *r_neg = n_sub(r, c);

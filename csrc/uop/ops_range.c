@@ -118,11 +118,47 @@ end:
   return rc;
 }
 
+/* an int bound that fits in 64 bits (not a bool: Python's bools add up to ints, left to Python's numbers) */
+static bool small_bound(PyObject *o, long long *out) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow;
+  *out = PyLong_AsLongLongAndOverflow(o, &overflow);
+  return !overflow;
+}
+typedef __int128 wide;
+static wide wmin(wide a, wide b) { return b < a ? b : a; }
+static wide wmax(wide a, wide b) { return b > a ? b : a; }
+
+/* The arithmetic and comparison rules below on bounds that are all 64-bit ints, in C: the values Python's numbers give
+ * (index bounds almost always fit). 1 set, 0 to go on with Python's numbers (a bound that does not fit, another op). */
+static int small_binary_bounds(UOp *u, Bounds a, Bounds b, Bounds *out) {
+  long long al, ah, bl, bh;
+  if (!small_bound(a.lo, &al) || !small_bound(a.hi, &ah) || !small_bound(b.lo, &bl) || !small_bound(b.hi, &bh)) return 0;
+  wide lo, hi, v[4];
+  switch (u->op) {
+  case OP_ADD: lo = (wide)al + bl, hi = (wide)ah + bh; break;
+  case OP_SUB: lo = (wide)al - bh, hi = (wide)ah - bl; break;
+  case OP_MAX: lo = wmax(al, bl), hi = wmax(ah, bh); break;
+  case OP_MUL: case OP_IDIV:
+    if (u->op == OP_IDIV && (wide)bl * bh <= 0) return 0;   /* no rule: Python's path answers the dtype's range */
+    v[0] = u->op == OP_MUL ? (wide)al * bl : (wide)al / bl, v[1] = u->op == OP_MUL ? (wide)al * bh : (wide)al / bh;
+    v[2] = u->op == OP_MUL ? (wide)ah * bl : (wide)ah / bl, v[3] = u->op == OP_MUL ? (wide)ah * bh : (wide)ah / bh;
+    lo = wmin(wmin(v[0], v[1]), wmin(v[2], v[3])), hi = wmax(wmax(v[0], v[1]), wmax(v[2], v[3]));
+    break;
+  case OP_CMPLT: return bounds_set(out, PyBool_FromLong(ah < bl), PyBool_FromLong(al < bh));
+  case OP_CMPNE: return bounds_set(out, PyBool_FromLong(ah < bl || bh < al), PyBool_FromLong(!(al == ah && ah == bl && bl == bh)));
+  default: return 0;
+  }
+  if (lo < LLONG_MIN || lo > LLONG_MAX || hi < LLONG_MIN || hi > LLONG_MAX) return 0;
+  return bounds_set(out, PyLong_FromLongLong((long long)lo), PyLong_FromLongLong((long long)hi));
+}
+
 /* Binary ops on non-float dtypes; 1 set, 0 no rule, -1 error */
 static int binary_bounds(UOp *u, Bounds *out) {
   Bounds a = cached(u->src[0]), b = cached(u->src[1]);
   PyObject *zero = NULL;
-  int rc = 0, t1, t2;
+  int rc = small_binary_bounds(u, a, b, out), t1, t2;
+  if (rc) return rc;
   switch (u->op) {
   case OP_ADD: return bounds_set(out, PyNumber_Add(a.lo, b.lo), PyNumber_Add(a.hi, b.hi));
   case OP_SUB: return bounds_set(out, PyNumber_Subtract(a.lo, b.hi), PyNumber_Subtract(a.hi, b.lo));

@@ -1042,9 +1042,22 @@ static PyObject *converted(PyObject *memo, PyObject *convert, PyObject *key) {
   return v;
 }
 
-/* an arg for the other side: as it is when its type is plain (shared by both), else arg_conv(x); a new reference */
+/* 1 when x's type is plain (both sides share it as it is), or x is a tuple of such values (arg_conv would rebuild an
+ * equal tuple: a GEP's lanes, a VECTORIZE's shape), 0 when arg_conv must convert it, -1 on error */
+static int plain_value(PyObject *x, const Converters *cv, int depth) {
+  if (PyTuple_CheckExact(x) && depth < 8) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++) {
+      int p = plain_value(PyTuple_GET_ITEM(x, i), cv, depth + 1);
+      if (p <= 0) return p;
+    }
+    return 1;
+  }
+  return PySet_Contains(cv->plain, (PyObject *)Py_TYPE(x));
+}
+
+/* an arg for the other side: as it is when it is a plain value, else arg_conv(x); a new reference */
 static PyObject *converted_arg(PyObject *x, const Converters *cv) {
-  int is_plain = PySet_Contains(cv->plain, (PyObject *)Py_TYPE(x));
+  int is_plain = plain_value(x, cv, 0);
   if (is_plain < 0) return NULL;
   return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(cv->arg_conv, x);
 }

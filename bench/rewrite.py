@@ -6,7 +6,7 @@
 2. A Python-callback PatternMatcher (the same rules, Python in both) on a 10k-node graph.
 3. simplify() per expression, on many small random expressions.
 Each expression is built fresh in both libraries before it is timed, so no rewrite result is cached; rows 1 and 3 take
-the best of 3 fresh builds (the machine's speed drifts between runs).
+the best of 3 fresh builds, each with its own variable names (the machine's speed drifts between runs).
 """
 import gc, random, sys, time, pathlib
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
@@ -50,11 +50,11 @@ def timed(fn, repeat=1):
   return best, out
 
 def fresh_best(build, run, repeat):
-  """best time of run(x) over `repeat` freshly built x (the earlier ones dropped first: both libraries hash-cons, so a
-  graph built while its twin lives would be that twin, with whatever it cached), and the last result"""
+  """best time of run(build(i)) over i < `repeat`, each build with its own variable names: both libraries hash-cons and
+  tinygrad keeps some answers in functools caches, so a graph built again would be the graph already rewritten"""
   best = float("inf")
   for i in range(repeat):
-    x = build()
+    x = build(i)
     t, out = timed(lambda: run(x))
     best = min(best, t)
     del x
@@ -68,7 +68,7 @@ def bench_symbolic(n_exprs, size, repeat):
     res = {}
     for name, (U, dt, *_rest, graph_rewrite, _ops) in LIBS.items():
       pm = tg_symbolic if name == "tinygrad" else tinyc.uop.symbolic.symbolic
-      t, res[name] = fresh_best(lambda: random_expr(random.Random(k), U, dt, size, salt=f"s{k}"), lambda x: graph_rewrite(x, pm), repeat)
+      t, res[name] = fresh_best(lambda i: random_expr(random.Random(k), U, dt, size, salt=f"s{k}_{i}"), lambda x: graph_rewrite(x, pm), repeat)
       total[name] += t
     same += from_tinygrad(res["tinygrad"]) is res["tinyc"]
   return total, same
@@ -95,7 +95,7 @@ def bench_python_rules(size):
 def bench_simplify(n, repeat):
   times = {}
   for name, (U, dt, *_rest) in LIBS.items():
-    times[name], _ = fresh_best(lambda: [random_expr(random.Random(1000 + k), U, dt, 6, salt=f"q{k}") for k in range(n)],
+    times[name], _ = fresh_best(lambda i: [random_expr(random.Random(1000 + k), U, dt, 6, salt=f"q{k}_{i}") for k in range(n)],
                                 lambda exprs: [e.simplify() for e in exprs], repeat)
   return times
 

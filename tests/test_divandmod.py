@@ -49,15 +49,16 @@ def same_outcome(tc, tg):
 
 # ---- random index expressions ----
 
-def leaves(ns):
+def leaves(ns, scale=1):
+  """scale widens the bounds of a, c, n and t (b stays small: denominators b+6 and b-7 must not reach 0)"""
   U = ns.UOp
-  return [U.variable("a", 0, 7), U.variable("b", -5, 5), U.variable("c", -9, -1), U.variable("n", 1, 16), U.variable("t", 3, 4),
-          U.range(8, 0), U.range(5, 1), U.range(12, 2), U.range(2, 3)]
+  return [U.variable("a", 0, 7 * scale), U.variable("b", -5, 5), U.variable("c", -9 * scale, -1), U.variable("n", 1, 16 * scale),
+          U.variable("t", 3, 4 * scale), U.range(8, 0), U.range(5, 1), U.range(12, 2), U.range(2, 3)]
 
-def gen_expr(ns, seed):
+def gen_expr(ns, seed, scale=1):
   """A random IDIV/MOD expression; the same seed makes the same calls in either namespace."""
   rng = random.Random(seed)
-  L = leaves(ns)
+  L = leaves(ns, scale)
   a, b, c, n, t, r0, r1, r2, r3 = L
   def leaf():
     u = rng.choice(L)
@@ -88,11 +89,11 @@ def gen_expr(ns, seed):
   if e.op not in (ns.Ops.IDIV, ns.Ops.MOD): e = e // denom() if rng.random() < 0.5 else e % denom()
   return e
 
-def differential(seeds):
+def differential(seeds, scale=1):
   """(identical, changed, mismatching seeds) over the seeds."""
   same, changed, bad = 0, 0, []
   for seed in seeds:
-    tg, tc = gen_expr(TG, seed), gen_expr(TC, seed)
+    tg, tc = gen_expr(TG, seed, scale), gen_expr(TC, seed, scale)
     assert from_tinygrad(tg) is tc, seed
     o_tg, o_tc = rewrite_outcome(TG, tg, TG_PM), rewrite_outcome(TC, tc, TC_PM)
     if same_outcome(o_tc, o_tg): same += 1
@@ -106,6 +107,14 @@ def test_random_expressions():
   same, changed, bad = differential(range(N_RANDOM))
   assert not bad, f"{len(bad)} of {N_RANDOM} differ, seeds {bad[:20]}"
   assert changed > N_RANDOM // 2   # most expressions do get folded
+
+@pytest.mark.parametrize("scale", [2**28, 2**58, 2**61, 2**70])
+def test_bounds_near_and_past_64_bits(scale):
+  """the folder asks cancel, congruence and gcd in C integers where every number fits in 64 bits, and in Python's numbers
+  where one does not: bounds around 2**63 take both paths (and sums and products that overflow 64 bits)"""
+  same, changed, bad = differential(range(250), scale)
+  assert not bad, f"{len(bad)} of 250 differ at scale {scale}, seeds {bad[:20]}"
+  assert changed > 50
 
 FLAG_SCRIPT = """
 import sys

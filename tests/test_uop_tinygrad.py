@@ -285,3 +285,20 @@ def test_key_stable_across_processes():
   mine = [gen_graph(TC, s).key.hex() for s in seeds]
   theirs = [gen_graph(TG, s).key.hex() for s in seeds]
   assert outs[0] == outs[1] == mine == theirs
+
+
+EDGES = [-(2**64), -(2**63) - 1, -(2**63), -(2**63) + 1, -(2**62), -7, -1, 0, 1, 3, 2**31, 2**62, 2**63 - 1, 2**63, 2**64 + 5]
+@pytest.mark.parametrize("op", ["+", "sub", "*", "max", "//", "<", "!="])
+def test_bounds_at_the_64_bit_edges(op):
+  """vmin/vmax of a binary op are computed in C when every bound fits in 64 bits and with Python's numbers when one does
+  not: around the edges both must give tinygrad's values (and value types)"""
+  rng = random.Random(op)
+  def build(ns, lo0, hi0, lo1, hi1):
+    x, y = ns.UOp.variable("x", lo0, hi0), ns.UOp.variable("y", lo1, hi1)
+    return {"+": lambda: x + y, "sub": lambda: x.alu(ns.Ops.SUB, y), "*": lambda: x * y, "max": lambda: x.maximum(y), "//": lambda: x // y,
+            "<": lambda: x < y, "!=": lambda: x.ne(y)}[op]()
+  for _ in range(300):
+    lo0, hi0 = sorted(rng.sample(EDGES, 2)); lo1, hi1 = sorted(rng.sample(EDGES, 2))
+    tg, tc = build(TG, lo0, hi0, lo1, hi1), build(TC, lo0, hi0, lo1, hi1)
+    got, want = outcome(lambda: (tc.vmin, tc.vmax)), outcome(lambda: (tg.vmin, tg.vmax))
+    assert got == want and (got[0] == "err" or [type(v) for v in got[1]] == [type(v) for v in want[1]]), (op, lo0, hi0, lo1, hi1, got, want)

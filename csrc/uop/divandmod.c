@@ -312,8 +312,8 @@ static int congruence_may_fold(DivMod *s) {
     long long f, tl, th;
     if (!small_int(ITEM(s->factors, i), &f) || !UOp_Check(ITEM(s->terms, i)) || !small_bounds((UOp *)ITEM(s->terms, i), &tl, &th)) return 1;
     wide r = floormod_w(f, c), r_neg = r - c, rem = (r_neg < 0 ? -r_neg : r_neg) < r ? r_neg : r;
-    wide a = rem * tl, b = rem * th;
-    lo += a < b ? a : b, hi += a < b ? b : a;
+    wide a = rem * tl, b = rem * th;   /* each below 2**126: a sum of many may not fit, then Python's numbers answer */
+    if (__builtin_add_overflow(lo, a < b ? a : b, &lo) || __builtin_add_overflow(hi, a < b ? b : a, &hi)) return 1;
   }
   return floordiv_w(lo, c) == floordiv_w(hi, c);
 }

@@ -63,6 +63,9 @@ ASAN_TESTS += $(CACHE_ASAN_TESTS)
 BRIDGE_ASAN_TESTS := $(addprefix tests/test_bridge.py::,test_consed_conversion_is_tinygrads_constructor test_consed_bad_input \
   test_compile_pool_runs_its_compiles_nicer)
 ASAN_TESTS += $(BRIDGE_ASAN_TESTS)
+# the C-integer answers of the bounds and the div/mod folder at and past the 64-bit edges (128-bit sums and products)
+INT_ASAN_TESTS := tests/test_divandmod.py::test_bounds_near_and_past_64_bits tests/test_uop_tinygrad.py::test_bounds_at_the_64_bit_edges
+ASAN_TESTS += $(INT_ASAN_TESTS)
 # test_program_spec's corpus identity is tinygrad's codegen of the corpus four times over, slow under ASan: the suite
 # runs it; the sanitizer pass keeps the file's other tests (from_uop, pickles, estimates on hand-made and bad programs)
 ASAN_DESELECT := --deselect tests/test_program_spec.py::test_from_uop_matches_tinygrad

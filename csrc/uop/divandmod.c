@@ -47,23 +47,15 @@ static PyObject *py_sum(PyObject *xs) {
 
 /* ---- the folder's questions in C integers ----
  * Most sub-rules fold nothing, and tinygrad asks them by building expressions only to read their bounds. Where every
- * number fits in 64 bits the same question is answered here in 128-bit arithmetic first: a "no" ends the sub-rule,
- * anything else (a fold, or a number that does not fit) goes on to the Python-number path, which builds tinygrad's
- * expressions as before. */
+ * number fits in 64 bits (as_int64) the same question is answered here in 128-bit arithmetic first: a "no" ends the
+ * sub-rule, anything else (a fold, or a number that does not fit) goes on to the Python-number path, which builds
+ * tinygrad's expressions as before. */
 
-/* o as a C integer (a Python int that fits); false when it is not one or does not fit */
-static bool small_int(PyObject *o, long long *out) {
-  if (!o || !PyLong_Check(o)) return false;
-  int overflow;
-  *out = PyLong_AsLongLongAndOverflow(o, &overflow);
-  return !overflow && !(*out == -1 && PyErr_Occurred());
-}
 static bool small_bounds(UOp *u, long long *lo, long long *hi) {
   PyObject *mn, *mx;
   if (uop_min_max(u, &mn, &mx) < 0) { PyErr_Clear(); return false; }   /* the Python path meets the error again */
-  return small_int(mn, lo) && small_int(mx, hi);
+  return as_int64(mn, lo) && as_int64(mx, hi);
 }
-typedef __int128 wide;
 static wide floordiv_w(wide a, wide c) { wide q = a / c; return (a % c != 0 && (a < 0) != (c < 0)) ? q - 1 : q; }   /* Python // */
 static wide floormod_w(wide a, wide c) { return a - floordiv_w(a, c) * c; }                                       /* Python % */
 static wide cdiv_w(wide a, wide b) { return a / b; }   /* tinygrad's cdiv: C division truncates toward zero (b != 0) */
@@ -75,7 +67,7 @@ static long long gcd_ll(long long a, long long b) {
 /* u.const_factor() in C when it is an integer that fits: CONST, ADD (gcd of both sides), MUL by a CONST, else 1 */
 static bool small_const_factor(UOp *u, long long *out, int depth) {
   switch (u->op) {
-  case OP_CONST: return small_int(u->arg, out);
+  case OP_CONST: return as_int64(u->arg, out);
   case OP_VCONST: return false;
   case OP_ADD: {
     long long a, b;
@@ -84,8 +76,8 @@ static bool small_const_factor(UOp *u, long long *out, int depth) {
     return *out != 0 || (a == 0 && b == 0);
   }
   case OP_MUL:
-    if (u->nsrc == 2 && u->src[0]->op == OP_CONST) return small_int(u->src[0]->arg, out);
-    if (u->nsrc == 2 && u->src[1]->op == OP_CONST) return small_int(u->src[1]->arg, out);
+    if (u->nsrc == 2 && u->src[0]->op == OP_CONST) return as_int64(u->src[0]->arg, out);
+    if (u->nsrc == 2 && u->src[1]->op == OP_CONST) return as_int64(u->src[1]->arg, out);
     *out = 1;
     return true;
   default: *out = 1; return true;
@@ -111,7 +103,7 @@ static PyObject *with_last(PyObject *uops, UOp *y) {
  * does not fit is left to the full computation. */
 static bool gcd_surely_one(PyObject *uops, UOp *y) {
   long long g;
-  if (y->op != OP_CONST || !small_int(y->arg, &g) || g <= 0) return false;
+  if (y->op != OP_CONST || !as_int64(y->arg, &g) || g <= 0) return false;
   for (Py_ssize_t i = 0; i < LEN(uops) && g != 1; i++) {
     long long f;
     if (!small_const_factor((UOp *)ITEM(uops, i), &f, 0) || f == 0) return false;
@@ -226,7 +218,7 @@ static int read_bounds(DivMod *s) {
 /* cancel_divmod's question in C: 0 when it surely does not fold, 1 when it may (or a number does not fit) */
 static int cancel_may_fold(DivMod *s) {
   long long xl, xh, yl, yh;
-  if (!small_int(s->x_min, &xl) || !small_int(s->x_max, &xh) || !small_int(s->y_min, &yl) || !small_int(s->y_max, &yh)) return 1;
+  if (!as_int64(s->x_min, &xl) || !as_int64(s->x_max, &xh) || !as_int64(s->y_min, &yl) || !as_int64(s->y_max, &yh)) return 1;
   if ((wide)yl * yh <= 0) return 0;
   wide q = cdiv_w(xl, yl);
   return q == cdiv_w(xl, yh) && q == cdiv_w(xh, yl) && q == cdiv_w(xh, yh);
@@ -306,11 +298,11 @@ static UOp *fold_binary_numerator(DivMod *s) {
  * number does not fit) */
 static int congruence_may_fold(DivMod *s) {
   long long c, cst;
-  if (!small_int(s->c, &c) || c <= 0 || !small_int(s->cst, &cst)) return 1;
+  if (!as_int64(s->c, &c) || c <= 0 || !as_int64(s->cst, &cst)) return 1;
   wide lo = floormod_w(cst, c), hi = lo;
   for (Py_ssize_t i = 0; i < LEN(s->factors); i++) {
     long long f, tl, th;
-    if (!small_int(ITEM(s->factors, i), &f) || !UOp_Check(ITEM(s->terms, i)) || !small_bounds((UOp *)ITEM(s->terms, i), &tl, &th)) return 1;
+    if (!as_int64(ITEM(s->factors, i), &f) || !UOp_Check(ITEM(s->terms, i)) || !small_bounds((UOp *)ITEM(s->terms, i), &tl, &th)) return 1;
     wide r = floormod_w(f, c), r_neg = r - c, rem = (r_neg < 0 ? -r_neg : r_neg) < r ? r_neg : r;
     wide a = rem * tl, b = rem * th;   /* each below 2**126: a sum of many may not fit, then Python's numbers answer */
     if (__builtin_add_overflow(lo, a < b ? a : b, &lo) || __builtin_add_overflow(hi, a < b ? b : a, &hi)) return 1;

@@ -118,14 +118,6 @@ end:
   return rc;
 }
 
-/* an int bound that fits in 64 bits (not a bool: Python's bools add up to ints, left to Python's numbers) */
-static bool small_bound(PyObject *o, long long *out) {
-  if (!PyLong_CheckExact(o)) return false;
-  int overflow;
-  *out = PyLong_AsLongLongAndOverflow(o, &overflow);
-  return !overflow;
-}
-typedef __int128 wide;
 static wide wmin(wide a, wide b) { return b < a ? b : a; }
 static wide wmax(wide a, wide b) { return b > a ? b : a; }
 
@@ -133,7 +125,7 @@ static wide wmax(wide a, wide b) { return b > a ? b : a; }
  * (index bounds almost always fit). 1 set, 0 to go on with Python's numbers (a bound that does not fit, another op). */
 static int small_binary_bounds(UOp *u, Bounds a, Bounds b, Bounds *out) {
   long long al, ah, bl, bh;
-  if (!small_bound(a.lo, &al) || !small_bound(a.hi, &ah) || !small_bound(b.lo, &bl) || !small_bound(b.hi, &bh)) return 0;
+  if (!as_int64(a.lo, &al) || !as_int64(a.hi, &ah) || !as_int64(b.lo, &bl) || !as_int64(b.hi, &bh)) return 0;
   wide lo, hi, v[4];
   switch (u->op) {
   case OP_ADD: lo = (wide)al + bl, hi = (wide)ah + bh; break;

@@ -69,6 +69,17 @@ UOp *uop_const_like(UOp *self, PyObject *b);
 /* The UOpExtra of a node, made if missing; NULL with MemoryError. */
 UOpExtra *uop_extra(UOp *u);
 
+/* A Python int (not a bool: Python's bools add up to ints) that fits in 64 bits, as a C integer. Numbers stay Python's,
+ * but where every number of a question fits, range analysis and the div/mod folder ask it in 128-bit arithmetic (no
+ * sum or product of two such numbers overflows it) and go on with Python's numbers otherwise. */
+typedef __int128 wide;
+static inline bool as_int64(PyObject *o, long long *out) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow;
+  *out = PyLong_AsLongLongAndOverflow(o, &overflow);
+  return !overflow;
+}
+
 /* Range analysis (vmin/vmax), cached per node, computed without recursion. Borrowed refs, NULL on error. */
 int uop_min_max(UOp *u, PyObject **vmin, PyObject **vmax);
 

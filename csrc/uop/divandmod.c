@@ -214,7 +214,6 @@ static int read_bounds(DivMod *s) {
   return 0;
 }
 
-/* cancel_divmod: the numerator's range lies within one denominator interval, so the quotient is constant */
 /* cancel_divmod's question in C: 0 when it surely does not fold, 1 when it may (or a number does not fit) */
 static int cancel_may_fold(DivMod *s) {
   long long xl, xh, yl, yh;
@@ -224,6 +223,7 @@ static int cancel_may_fold(DivMod *s) {
   return q == cdiv_w(xl, yh) && q == cdiv_w(xh, yl) && q == cdiv_w(xh, yh);
 }
 
+/* cancel_divmod: the numerator's range lies within one denominator interval, so the quotient is constant */
 static UOp *cancel_divmod(DivMod *s) {
   if (!cancel_may_fold(s)) return NULL;
   TEST(same_sign, cmpi(n_mul(s->y_min, s->y_max), Py_GT, 0));
@@ -291,8 +291,6 @@ static UOp *fold_binary_numerator(DivMod *s) {
   return need_uop(n_add(n_mul(n_sub(y2, y1), n_sub(AS_PY(v), vmin(v))), y1));
 }
 
-/* fold_divmod_congruence: replace each factor by its smallest residue mod c; when that sum stays
- * within one interval of c, the quotient and remainder follow term by term */
 /* fold_divmod_congruence's question in C: the bounds of sum(rem_i * term_i) + cst % c, as tinygrad's _min_max gives them
  * for that sum (a MUL by a CONST: its corners; an ADD: the sums), in one interval of c? 0 surely not, 1 it may (or a
  * number does not fit) */
@@ -310,6 +308,8 @@ static int congruence_may_fold(DivMod *s) {
   return floordiv_w(lo, c) == floordiv_w(hi, c);
 }
 
+/* fold_divmod_congruence: replace each factor by its smallest residue mod c; when that sum stays
+ * within one interval of c, the quotient and remainder follow term by term */
 static UOp *fold_divmod_congruence(DivMod *s) {
   TEST(x_negative, cmpi(s->x_min, Py_LT, 0));
   if (x_negative && s->correct) return NULL;

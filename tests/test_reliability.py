@@ -65,6 +65,17 @@ def test_malformed_graphs_raise_as_tinygrad():
     else: assert got in (None, IndexError, TypeError), f"{name}: tinygrad answers, tinyc raises {got}"
   assert raised >= 10
 
+def test_a_shape_from_an_arg_that_is_no_tuple_is_refused():
+  """ENCDEC's shape is its arg[0], which may be anything: tinygrad indexes it as it is (a str shape 'l' segfaulted the
+  movement methods, found by the uop fuzzer); tinyc refuses a shape that is not a tuple with a TypeError everywhere"""
+  for arg in ("l", ("ab", 1), (range(3), 0), (5,)):
+    u = UOp(Ops.ENCDEC, dtypes.void, (), arg)
+    for call in (lambda: u.shape, lambda: u.ndim, lambda: u.numel(), lambda: u.expand(-1), lambda: u.expand((4,)), lambda: u.reshape((2, 2)),
+                 lambda: u.pad(((0, 1),)), lambda: u.shrink(((0, 1),)), lambda: u.flip((0,)), lambda: u.permute((1, 0)),
+                 lambda: u.bitcast(dtypes.int).shape, lambda: u.reshape(2, 1).shape):
+      with pytest.raises(TypeError, match="the shape of a Ops.ENCDEC must be a tuple"): call()
+  assert UOp(Ops.ENCDEC, dtypes.void, (), ((2, 3), 1)).expand(2, 3).shape == (2, 3)   # a tuple shape works as before
+
 def test_malformed_node_is_named_in_the_error():
   bad = UOp(Ops.ADD, dtypes.index, (UOp.variable("x", 0, 10),))
   with pytest.raises(IndexError, match="Ops.ADD needs at least 2 sources"): (bad * 2).simplify()

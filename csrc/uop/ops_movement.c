@@ -271,22 +271,31 @@ static PyObject *bufferize_shape(UOp *u) {
   return t;
 }
 
+/* a shape read from an arg (ENCDEC's, a KERNEL's ast): every user of a shape indexes it as a tuple, so anything else (a
+ * str, a list, a number: tinygrad would index or measure it as it is, or raise) is refused here with a TypeError */
+static int shape_from_arg(UOp *u, PyObject *shape, PyObject **out) {
+  if (!shape) return -1;
+  if (shape == Py_None || PyTuple_Check(shape)) { *out = shape; return 1; }
+  PyErr_Format(PyExc_TypeError, "the shape of a %U must be a tuple, not %.100s", ops_str[u->op], Py_TYPE(shape)->tp_name);
+  Py_DECREF(shape);
+  return -1;
+}
+
 int movement_shape(UOp *u, PyObject *ps, PyObject **out) {
   *out = NULL;
   switch (u->op) {
   case OP_BUFFER_VIEW: case OP_ENCDEC: {
     PyObject *a = PySequence_GetItem(u->arg, 0);
-    if (!a) return -1;
-    *out = u->op == OP_BUFFER_VIEW ? PyTuple_Pack(1, a) : Py_NewRef(a);
+    if (!a || u->op == OP_ENCDEC) return shape_from_arg(u, a, out);
+    *out = PyTuple_Pack(1, a);
     Py_DECREF(a);
     return *out ? 1 : -1;
   }
   case OP_BUFFERIZE: return (*out = bufferize_shape(u)) ? 1 : -1;
   case OP_KERNEL: {
-    PyObject *ast = PyObject_GetAttrString(u->arg, "ast");
-    *out = ast ? PyObject_GetAttrString(ast, "_shape") : NULL;
+    PyObject *ast = PyObject_GetAttrString(u->arg, "ast"), *shape = ast ? PyObject_GetAttrString(ast, "_shape") : NULL;
     Py_XDECREF(ast);
-    return *out ? 1 : -1;
+    return shape_from_arg(u, shape, out);
   }
   default: break;
   }

@@ -64,7 +64,8 @@ static long long gcd_ll(long long a, long long b) {
   while (y) { unsigned long long t = x % y; x = y, y = t; }
   return x > LLONG_MAX ? 0 : (long long)x;   /* 0: does not fit (only for LLONG_MIN alone) */
 }
-/* u.const_factor() in C when it is an integer that fits: CONST, ADD (gcd of both sides), MUL by a CONST, else 1 */
+/* u.const_factor() in C integers when it fits (uop_const_factor's rules on C integers: CONST, ADD as the gcd of both
+ * sides, MUL by a CONST, else 1); false for a VCONST or a number that does not fit */
 static bool small_const_factor(UOp *u, long long *out, int depth) {
   switch (u->op) {
   case OP_CONST: return as_int64(u->arg, out);

@@ -120,6 +120,8 @@ end:
 
 static wide wmin(wide a, wide b) { return b < a ? b : a; }
 static wide wmax(wide a, wide b) { return b > a ? b : a; }
+/* one corner of MUL's or IDIV's bounds: a product, or tinygrad's cdiv (C division truncates toward zero; b != 0) */
+static wide corner(Op op, wide a, wide b) { return op == OP_MUL ? a * b : a / b; }
 
 /* The arithmetic and comparison rules below on bounds that are all 64-bit ints, in C: the values Python's numbers give
  * (index bounds almost always fit). 1 set, 0 to go on with Python's numbers (a bound that does not fit, another op). */
@@ -133,8 +135,7 @@ static int small_binary_bounds(UOp *u, Bounds a, Bounds b, Bounds *out) {
   case OP_MAX: lo = wmax(al, bl), hi = wmax(ah, bh); break;
   case OP_MUL: case OP_IDIV:
     if (u->op == OP_IDIV && (wide)bl * bh <= 0) return 0;   /* no rule: Python's path answers the dtype's range */
-    v[0] = u->op == OP_MUL ? (wide)al * bl : (wide)al / bl, v[1] = u->op == OP_MUL ? (wide)al * bh : (wide)al / bh;
-    v[2] = u->op == OP_MUL ? (wide)ah * bl : (wide)ah / bl, v[3] = u->op == OP_MUL ? (wide)ah * bh : (wide)ah / bh;
+    v[0] = corner(u->op, al, bl), v[1] = corner(u->op, al, bh), v[2] = corner(u->op, ah, bl), v[3] = corner(u->op, ah, bh);
     lo = wmin(wmin(v[0], v[1]), wmin(v[2], v[3])), hi = wmax(wmax(v[0], v[1]), wmax(v[2], v[3]));
     break;
   case OP_CMPLT: return bounds_set(out, PyBool_FromLong(ah < bl), PyBool_FromLong(al < bh));

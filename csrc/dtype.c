@@ -245,8 +245,13 @@ DType *dtype_ptr(DType *dt, Py_ssize_t size, AddrSpaceId addrspace) {
     PyErr_Format(PyExc_ValueError, "bad address space %d", (int)addrspace);
     return NULL;
   }
+  int slot = (int)(((size_t)size ^ (size_t)addrspace) & 3);
+  if (dt->ptr_cache[slot].ptr && dt->ptr_cache[slot].size == size && dt->ptr_cache[slot].addrspace == addrspace)
+    return dt->ptr_cache[slot].ptr;
   DTypeSpec s = {dt->priority, dt->bitsize, dt->count, dt->fmt, dt->name, NULL, true, dt, addrspace, 1, size};
-  return intern_dtype(&s);
+  DType *ret = intern_dtype(&s);
+  if (ret) dt->ptr_cache[slot].size = size, dt->ptr_cache[slot].addrspace = addrspace, dt->ptr_cache[slot].ptr = ret;
+  return ret;
 }
 
 /* ---------------------------------------------------------------- DType Python type */

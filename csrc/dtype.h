@@ -32,6 +32,8 @@ typedef struct DType {
   struct DType *scalar_;     /* tinygrad's _scalar: NULL for a scalar */
   PyObject *vec_cache;       /* dict int -> DType, made on first vec() */
   PyObject *repr_cache;      /* repr(), made on first use: keys and printing ask for it per node */
+  struct { Py_ssize_t size; AddrSpaceId addrspace; struct DType *ptr; } ptr_cache[4];   /* recent ptr() answers (borrowed):
+                              * codegen asks for the same pointers over and over, and the interning key is a tuple */
   /* PtrDType only (is_ptr); a non-pointer dtype holds base = itself, GLOBAL, v 1, size -1 (never garbage): */
   bool is_ptr;
   struct DType *base;        /* the pointee dtype */

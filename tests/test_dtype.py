@@ -95,6 +95,19 @@ def test_interning():
   assert custom is not f and custom is C.DType.new(13, 32, "float", "i") and repr(custom) == "dtypes.float"
   assert not C.dtypes.is_float(custom)  # like tinygrad: not *the* float
 
+def test_ptr_answers_recent_pointers_from_a_cache():
+  """ptr() keeps its recent answers per dtype (a few slots, sizes and address spaces sharing them): every answer is
+  still the one interned pointer of that (size, address space), whatever was asked in between"""
+  spaces = list(C.AddrSpace)
+  asks = [(size, space) for size in (-1, 0, 1, 2, 3, 4, 5, 7, 8, 64, 2**40) for space in spaces]
+  for base in (C.dtypes.float, C.dtypes.int, C.dtypes.float.vec(4)):
+    first = {a: base.ptr(a[0], a[1]) for a in asks}
+    assert len({id(p) for p in first.values()}) == len(asks)
+    for size, space in asks * 2 + asks[::-1]:
+      p = base.ptr(size, space)
+      assert p is first[(size, space)] and p.size == size and p.addrspace is space and p.base is base
+      assert p is C.PtrDType(base.priority, base.bitsize, base.name, base.fmt, base.count, None, base, space, 1, size)
+
 def test_hash_and_identity_eq():
   ds = [ours(t) for t in T_ALL]
   assert len({id(d) for d in ds}) == len({d: None for d in ds})

@@ -86,6 +86,28 @@ def test_python_rules_match_tinygrad(make, bottom_up):
     assert from_tinygrad(rt) is rc, (seed, rt, rc)
     assert tctx == cctx
 
+def kernel_of(ns, expr, seed):
+  """a store of a load, both indexed by expr (and a second expression), under a SINK: INDEX and STORE at the top, big
+  subgraphs of index arithmetic below them"""
+  U, dt = ns.UOp, ns.dtypes
+  a, b = (U(ns.Ops.DEFINE_GLOBAL, dt.float.ptr(64), arg=i) for i in range(2))
+  other = random_expr(random.Random(seed + 10_000), ns, 4)
+  return U.sink(b.index(other).store(a.index(expr) + 1.0))
+
+@pytest.mark.parametrize("rules", ["pm_add_loads", "symbolic_simple"])
+def test_c_rules_leave_subgraphs_where_none_can_fire(rules):
+  """A rewrite by C rules with no ctx does not walk a subgraph that holds none of its rule set's root ops (nothing can
+  fire there): the answer stays tinygrad's, on graphs where most of the nodes are such subgraphs"""
+  from tinygrad.codegen.late.devectorizer import pm_add_loads
+  from tinygrad.uop.symbolic import symbolic_simple
+  tpm, cpm = {"pm_add_loads": pm_add_loads, "symbolic_simple": symbolic_simple}[rules], _C.native_rules()[rules]
+  for seed in range(200):
+    t, c = both(seed)
+    tk, ck = kernel_of(TG, t, seed), kernel_of(TC, c, seed)
+    assert from_tinygrad(tk) is ck
+    assert from_tinygrad(TG.graph_rewrite(tk, tpm)) is TC.graph_rewrite(ck, cpm), seed
+    assert from_tinygrad(TG.graph_rewrite(tk, tpm, bottom_up=True)) is TC.graph_rewrite(ck, cpm, bottom_up=True), seed
+
 def test_pm_and_bpm_together():
   tpm, cpm = folding_rules(TG), folding_rules(TC)
   tb, cb = ctx_rules(TG), ctx_rules(TC)

@@ -105,16 +105,19 @@ static PyObject *pass_ctx(const Pass *p, PyObject *ren, UOp *sink) {
   return NULL;
 }
 
-/* graph_rewrite(sink, pm, ctx) for one pass; steals sink, returns a new reference */
-static UOp *run_matcher(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up) {
-  UOp *ret = sink && pm && ctx ? graph_rewrite(sink, pm, ctx, bottom_up, NULL) : NULL;
+/* graph_rewrite(sink, pm, ctx) for one pass; steals sink, returns a new reference. A ctx the rules only read (a
+ * renderer, a device name) lets the rewrite skip what no rule can change (graph_rewrite_read_only_ctx). */
+static UOp *run_matcher(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, bool ctx_read_only) {
+  UOp *ret = !sink || !pm || !ctx ? NULL
+           : ctx_read_only ? graph_rewrite_read_only_ctx(sink, pm, ctx, bottom_up) : graph_rewrite(sink, pm, ctx, bottom_up, NULL);
   Py_XDECREF(sink); Py_XDECREF(ctx);
   return ret;
 }
 
 static UOp *run_pass(UOp *sink, Pass *p, PyObject *ren) {
   if (!sink) return NULL;
-  return run_matcher(sink, pass_matcher(p), pass_ctx(p, ren, sink), p->bottom_up);
+  bool read_only = p->ctx == CTX_NONE || p->ctx == CTX_DEVICE || p->ctx == CTX_RENDERER;
+  return run_matcher(sink, pass_matcher(p), pass_ctx(p, ren, sink), p->bottom_up, read_only);
 }
 
 static UOp *run_passes(UOp *sink, Pass *ps, int n, PyObject *ren) {
@@ -177,7 +180,7 @@ static UOp *run_pre_matcher(UOp *sink, PyObject *ren) {
     Py_DECREF(pre); Py_DECREF(sink);
     return NULL;
   }
-  UOp *ret = run_matcher(sink, (PatternMatcher *)pre, Py_NewRef(Py_None), false);
+  UOp *ret = run_matcher(sink, (PatternMatcher *)pre, Py_NewRef(Py_None), false, true);
   Py_DECREF(pre);
   return ret;
 }
@@ -186,8 +189,8 @@ static UOp *run_renderer_passes(UOp *sink, PyObject *ren) {
   PyObject *matchers = sink ? renderer_matchers(ren) : NULL;
   if (!matchers) { Py_XDECREF(sink); return NULL; }
   Py_INCREF(matchers);   /* the cache may be cleared while rewriting runs Python rules */
-  sink = run_matcher(sink, (PatternMatcher *)PyTuple_GET_ITEM(matchers, 0), renderer_device(ren), false);   /* decompositions */
-  sink = run_matcher(sink, (PatternMatcher *)PyTuple_GET_ITEM(matchers, 1), sink ? renderer_device(ren) : NULL, false); /* final */
+  sink = run_matcher(sink, (PatternMatcher *)PyTuple_GET_ITEM(matchers, 0), renderer_device(ren), false, true);   /* decompositions */
+  sink = run_matcher(sink, (PatternMatcher *)PyTuple_GET_ITEM(matchers, 1), sink ? renderer_device(ren) : NULL, false, true); /* final */
   Py_DECREF(matchers);
   return sink;
 }

@@ -184,12 +184,14 @@ static UOp *alloc_node(uint32_t hash, Op op, DType *dtype, UOp *const *src, Py_s
   u->op = op, u->flags = op == OP_DEVICE || op == OP_BUFFERIZE ? UOP_FLAG_HAS_DEVICE : 0;   /* BUFFERIZE: arg.device */
   if (!uop_form_ok(op, nsrc, arg)) u->flags |= UOP_FLAG_MALFORMED;
   u->nsrc = (uint32_t)nsrc, u->hash = hash, u->dtype = dtype, u->extra = NULL, u->rw_id = 0, u->rw_idx = 0;
+  u->ops_below = op_bit(op);
   Py_INCREF(arg);
   u->arg = arg;
   for (Py_ssize_t i = 0; i < nsrc; i++) {
     Py_INCREF(src[i]);
     u->src[i] = src[i];
     u->flags |= src[i]->flags & (UOP_FLAG_HAS_DEVICE | UOP_FLAG_MALFORMED);
+    u->ops_below |= src[i]->ops_below;
   }
   if (tag != Py_None) {
     if (!uop_extra(u)) { Py_DECREF(u); return NULL; }

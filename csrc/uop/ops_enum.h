@@ -24,6 +24,16 @@ typedef struct { uint64_t bits[2]; } OpSet;
 static inline bool opset_has(OpSet s, int op) { return (s.bits[op >> 6] >> (op & 63)) & 1; }
 static inline void opset_add(OpSet *s, int op) { s->bits[op >> 6] |= (uint64_t)1 << (op & 63); }
 
+/* An op's bit in a node's ops_below summary (64 bits, to keep a node small): the ops up to CUSTOMI and the codegen
+ * ops after them have a bit each; the rest (schedule-level ops: buffers, movement, multi) share the last one, so a
+ * summary may say an op is below that is not, never the other way. */
+static inline uint64_t op_bit(int op) {
+  int bit = op <= OP_CUSTOMI ? op - 1 : op == OP_REDUCE ? 58 : op == OP_UNROLL ? 59 : op == OP_CONTRACT ? 60 : op == OP_CAT ? 61
+          : op == OP_BUFFERIZE ? 62 : 63;
+  return (uint64_t)1 << bit;
+}
+_Static_assert(OP_CUSTOMI == 58, "op_bit gives the ops up to CUSTOMI bits 0 to 57");
+
 /* GroupOp, with tinygrad's members (filled at init from ops_enum.c's tables). */
 typedef enum {
   GROUP_Unary, GROUP_Binary, GROUP_Ternary, GROUP_ALU, GROUP_Elementwise, GROUP_Defines, GROUP_Irreducible,

@@ -6,13 +6,14 @@
 
 #define REWRITE_STACK_LIMIT 250000
 
-typedef struct { UOp *n, *new_n; int stage; } Frame;
+/* a node's step: n, what it is becoming, the stage, and n's entry in the node map (its index, stable as entries are
+ * added: the map's lookups are the walk's most frequent work) */
+typedef struct { UOp *n, *new_n; uint32_t stage, at; } Frame;
 
 /* a ring-buffer deque of frames; the capacity is a power of two */
 typedef struct { Frame *buf; size_t cap, head, len; } Deque;
 
-static int deque_reserve(Deque *d) {
-  if (d->len < d->cap) return 0;
+static __attribute__((noinline)) int deque_grow(Deque *d) {
   size_t cap = d->cap ? d->cap * 2 : 256;
   Frame *buf = PyMem_Malloc(cap * sizeof(Frame));
   if (!buf) { PyErr_NoMemory(); return -1; }
@@ -21,15 +22,16 @@ static int deque_reserve(Deque *d) {
   d->buf = buf, d->cap = cap, d->head = 0;
   return 0;
 }
-static int push_right(Deque *d, UOp *n, int stage, UOp *new_n) {
+static inline int deque_reserve(Deque *d) { return d->len < d->cap ? 0 : deque_grow(d); }
+static int push_right(Deque *d, UOp *n, uint32_t stage, UOp *new_n, uint32_t at) {
   if (deque_reserve(d) < 0) return -1;
-  d->buf[(d->head + d->len++) & (d->cap - 1)] = (Frame){n, new_n, stage};
+  d->buf[(d->head + d->len++) & (d->cap - 1)] = (Frame){n, new_n, stage, at};
   return 0;
 }
-static int push_left(Deque *d, UOp *n, int stage, UOp *new_n) {
+static int push_left(Deque *d, UOp *n, uint32_t stage, UOp *new_n, uint32_t at) {
   if (deque_reserve(d) < 0) return -1;
   d->head = (d->head + d->cap - 1) & (d->cap - 1);
-  d->buf[d->head] = (Frame){n, new_n, stage};
+  d->buf[d->head] = (Frame){n, new_n, stage, at};
   d->len++;
   return 0;
 }
@@ -60,10 +62,14 @@ static uint32_t rewrite_last_id;                /* ids of rewrites, never 0 */
 static FAST_TLS int rewrite_depth;              /* rewrites running in this thread (a nested one saves what it overwrites) */
 static NodeMap *active_rewrites;                /* every rewrite running, in any thread (the GIL orders the changes) */
 
-static Entry *nodemap_get(const NodeMap *m, const UOp *key) {
-  if (key->rw_id == m->id && key->rw_idx < m->len && m->e[key->rw_idx].key == key) return &m->e[key->rw_idx];
-  size_t at = m->side.len ? (size_t)ptrmap_get(&m->side, key) : 0;
+static __attribute__((noinline)) Entry *nodemap_get_side(const NodeMap *m, const UOp *key) {
+  size_t at = (size_t)ptrmap_get(&m->side, key);
   return at ? &m->e[at - 1] : NULL;
+}
+/* inlined: the node's own fields answer nearly every call */
+static inline Entry *nodemap_get(const NodeMap *m, const UOp *key) {
+  if (key->rw_id == m->id && key->rw_idx < m->len && m->e[key->rw_idx].key == key) return &m->e[key->rw_idx];
+  return m->side.len ? nodemap_get_side(m, key) : NULL;
 }
 static bool held_by_other_thread(const NodeMap *m, uint32_t id) {
   for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return a->thread != m->thread;
@@ -118,15 +124,10 @@ static UOp *get_replace(const NodeMap *m, const UOp *n) {
   Entry *e = nodemap_get(m, n);
   return e ? e->replace : NULL;
 }
-static int set_replace(NodeMap *m, UOp *n, UOp *to) {
-  Entry *e = nodemap_add(m, n);
-  if (!e) return -1;
-  e->replace = to;
-  return 0;
-}
 
 typedef struct {
   PatternMatcher *pm, *bpm;
+  uint64_t root_bits;        /* the ops some rule of either matcher matches at the root */
   PyObject *ctx;
   NodeMap nodes;
   PyObject *keep;            /* a list owning every node made here, so the map's pointers stay valid */
@@ -154,7 +155,7 @@ static int cached_bpm_rewrite(Rewriter *rw, UOp *x, UOp **out) {
 
 /* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error.
  * The nodes seen so far sit in a small array (most nodes take at most a step or two), then a map. */
-static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
+static int bottom_up_fixed_point(Rewriter *rw, UOp *n, uint32_t at, UOp **new_n) {
   UOp *seen_small[8];
   int nseen = 0;
   PtrMap seen = {0};
@@ -170,7 +171,7 @@ static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
     if (cached_bpm_rewrite(rw, test_n, &next) < 0) {
       if (PyErr_ExceptionMatches(BottomUpGate)) {   /* the rule says: this node is final, don't descend */
         PyErr_Clear();
-        rc = set_replace(&rw->nodes, n, test_n) < 0 ? -1 : 1;
+        rw->nodes.e[at].replace = test_n, rc = 1;
       } else rc = -1;
       break;
     }
@@ -180,20 +181,27 @@ static int bottom_up_fixed_point(Rewriter *rw, UOp *n, UOp **new_n) {
   return rc;
 }
 
-static int stage0(Rewriter *rw, Deque *stack, UOp *n) {
+/* No rule can fire on a node whose graph holds none of the matchers' root ops, so the walk would give back the node
+ * itself having called nothing: it is its own rewrite at once, its graph unwalked. That changes when the nodes that
+ * waited on it go on, and so the order of the rules' calls: only done where no call can tell (see rewriter_begin). */
+static bool inert(const Rewriter *rw, const UOp *n) { return !(n->ops_below & rw->root_bits); }
+
+static int stage0(Rewriter *rw, Deque *stack, UOp *n, uint32_t at) {
+  if (inert(rw, n)) { rw->nodes.e[at].replace = n; return 0; }
   UOp *new_n = n;
   if (rw->bpm) {
-    int r = bottom_up_fixed_point(rw, n, &new_n);
+    int r = bottom_up_fixed_point(rw, n, at, &new_n);
     if (r) return r < 0 ? -1 : 0;
   }
-  if (push_right(stack, n, 1, new_n) < 0) return -1;
+  if (push_right(stack, n, 1, new_n, at) < 0) return -1;
   for (int i = new_n->nsrc - 1; i >= 0; i--) {
     UOp *x = new_n->src[i];
     Entry *e = nodemap_add(&rw->nodes, x);
     if (!e) return -1;
     if (e->on_stack) continue;
     e->on_stack = true;
-    if (push_right(stack, x, 0, x) < 0) return -1;
+    if (inert(rw, x)) e->replace = x;
+    else if (push_right(stack, x, 0, x, (uint32_t)(e - rw->nodes.e)) < 0) return -1;
   }
   return 0;
 }
@@ -201,21 +209,25 @@ static int stage0(Rewriter *rw, Deque *stack, UOp *n) {
 /* Stage 1: once every source is rewritten, rebuild the node (sources changed) or run the top-down
  * matcher on it; either way the result goes through stage 0 and is linked back in stage 2.
  * Returns 1 when it had to wait (re-queued), 0 otherwise, -1 on error. */
-static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
+static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n, uint32_t at) {
   UOp *stack_src[8], **src = new_n->nsrc <= 8 ? stack_src : PyMem_Malloc(sizeof(UOp *) * new_n->nsrc);
   if (!src) { PyErr_NoMemory(); return -1; }
   bool changed = false;
   int rc = 0;
   for (int i = 0; i < new_n->nsrc; i++) {
     UOp *rx = get_replace(&rw->nodes, new_n->src[i]);
-    if (!rx) { rc = push_left(stack, n, 1, new_n) < 0 ? -1 : 1; goto end; }
+    if (!rx) { rc = push_left(stack, n, 1, new_n, at) < 0 ? -1 : 1; goto end; }
     src[i] = rx;
     changed |= rx != new_n->src[i];
   }
   UOp *next;
   if (!changed) {
     PyObject *ret = rw->pm ? pm_rewrite(rw->pm, new_n, rw->ctx, true) : NULL;
-    if (!ret) { rc = PyErr_Occurred() ? -1 : set_replace(&rw->nodes, n, new_n); goto end; }
+    if (!ret) {
+      if (PyErr_Occurred()) rc = -1;
+      else rw->nodes.e[at].replace = new_n;
+      goto end;
+    }
     int k = keep_alive(rw, ret);
     Py_DECREF(ret);
     if (k < 0) { rc = -1; goto end; }
@@ -227,7 +239,8 @@ static int stage1(Rewriter *rw, Deque *stack, UOp *n, UOp *new_n) {
     Py_DECREF(next);
     if (k < 0) { rc = -1; goto end; }
   }
-  rc = (push_right(stack, n, 2, next) < 0 || push_right(stack, next, 0, next) < 0) ? -1 : 0;
+  Entry *ne = nodemap_add(&rw->nodes, next);   /* an entry to name in the frame: not on the stack, nothing known yet */
+  rc = (!ne || push_right(stack, n, 2, next, at) < 0 || push_right(stack, next, 0, next, (uint32_t)(ne - rw->nodes.e)) < 0) ? -1 : 0;
 end:
   if (src != stack_src) PyMem_Free(src);
   return rc;
@@ -240,18 +253,19 @@ static UOp *unified_rewrite(Rewriter *rw, UOp *root) {
   Entry *re = nodemap_add(&rw->nodes, root);
   if (!re) goto end;
   re->on_stack = true;
-  if (push_right(&stack, root, 0, root) < 0) goto end;
+  if (push_right(&stack, root, 0, root, (uint32_t)(re - rw->nodes.e)) < 0) goto end;
   while (stack.len) {
     if (stack.len > REWRITE_STACK_LIMIT) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in graph_rewrite (stack too big)"); goto end; }
     if (waiting > stack.len) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); goto end; }
     Frame f = pop_right(&stack);
-    if (get_replace(&rw->nodes, f.n)) continue;
+    if (rw->nodes.e[f.at].replace) continue;
     int r;
-    if (f.stage == 0) r = stage0(rw, &stack, f.n);
-    else if (f.stage == 1) r = stage1(rw, &stack, f.n, f.new_n);
+    if (f.stage == 0) r = stage0(rw, &stack, f.n, f.at);
+    else if (f.stage == 1) r = stage1(rw, &stack, f.n, f.new_n, f.at);
     else {
       UOp *done = get_replace(&rw->nodes, f.new_n);
-      r = done ? set_replace(&rw->nodes, f.n, done) : (push_left(&stack, f.n, 2, f.new_n) < 0 ? -1 : 1);
+      if (done) rw->nodes.e[f.at].replace = done, r = 0;
+      else r = push_left(&stack, f.n, 2, f.new_n, f.at) < 0 ? -1 : 1;
     }
     if (r < 0) goto end;
     waiting = r == 1 ? waiting + 1 : 0;
@@ -263,9 +277,14 @@ end:
   return ret;
 }
 
-/* a rewrite's state, as tinygrad's RewriteContext(pm if not bottom_up, pm if bottom_up else bpm, ctx); 0 or -1 */
-static int rewriter_begin(Rewriter *rw, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
-  *rw = (Rewriter){bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx ? ctx : Py_None, {0}, PyList_New(0)};
+/* a rewrite's state, as tinygrad's RewriteContext(pm if not bottom_up, pm if bottom_up else bpm, ctx); 0 or -1.
+ * Inert subgraphs are skipped only when the order of the rules' calls cannot show: C rules (a Python rule may count its
+ * calls) over a ctx they do not write (a list or dict ctx records the order). */
+static int rewriter_begin(Rewriter *rw, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm, bool ctx_read_only) {
+  if (!ctx) ctx = Py_None;
+  bool order_free = (ctx_read_only || ctx == Py_None) && pm->all_native && (!bpm || bpm->all_native);
+  uint64_t root_bits = order_free ? pm->root_bits | (bpm ? bpm->root_bits : 0) : UINT64_MAX;
+  *rw = (Rewriter){bottom_up ? NULL : pm, bottom_up ? pm : bpm, root_bits, ctx, {0}, PyList_New(0)};
   if (!rw->keep) return -1;
   if (nodemap_init(&rw->nodes, 128) < 0) { Py_DECREF(rw->keep); return -1; }
   rewrite_depth++;
@@ -278,12 +297,20 @@ static void rewriter_end(Rewriter *rw) {
   Py_DECREF(rw->keep);
 }
 
-UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
+static UOp *rewrite_once(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm, bool ctx_read_only) {
   Rewriter rw;
-  if (rewriter_begin(&rw, pm, ctx, bottom_up, bpm) < 0) return NULL;
+  if (rewriter_begin(&rw, pm, ctx, bottom_up, bpm, ctx_read_only) < 0) return NULL;
   UOp *ret = unified_rewrite(&rw, sink);
   rewriter_end(&rw);
   return ret;
+}
+
+UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
+  return rewrite_once(sink, pm, ctx, bottom_up, bpm, false);
+}
+
+UOp *graph_rewrite_read_only_ctx(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up) {
+  return rewrite_once(sink, pm, ctx, bottom_up, NULL, true);
 }
 
 /* tinygrad's graph_rewrite_map: each node of sink's graph (sources first; users first when bottom_up) mapped to what one
@@ -291,7 +318,7 @@ UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up,
 static PyObject *rewrite_map(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm) {
   PyObject *order = uop_toposort_list(sink, NULL), *map = order ? PyDict_New() : NULL;
   Rewriter rw;
-  if (!map || rewriter_begin(&rw, pm, ctx, bottom_up, bpm) < 0) { Py_XDECREF(order); Py_XDECREF(map); return NULL; }
+  if (!map || rewriter_begin(&rw, pm, ctx, bottom_up, bpm, false) < 0) { Py_XDECREF(order); Py_XDECREF(map); return NULL; }
   Py_ssize_t n = PyList_GET_SIZE(order);
   for (Py_ssize_t i = 0; map && i < n; i++) {
     PyObject *k = PyList_GET_ITEM(order, bottom_up ? n - 1 - i : i), *v = (PyObject *)unified_rewrite(&rw, (UOp *)k);

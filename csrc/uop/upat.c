@@ -466,9 +466,8 @@ static int apply_rule(Rule *rule, UOp *u, PyObject *ctx, Captures *cap, PyObject
   return r < 0 ? -1 : 0;
 }
 
-static bool early_rejected(const Rule *rule, OpSet src_ops) {
-  OpSet er = rule->pat->early_reject;
-  return (er.bits[0] & ~src_ops.bits[0]) || (er.bits[1] & ~src_ops.bits[1]);
+static bool early_rejected(const RuleSlot *slot, OpSet src_ops) {
+  return (slot->early_reject.bits[0] & ~src_ops.bits[0]) || (slot->early_reject.bits[1] & ~src_ops.bits[1]);
 }
 
 /* the rules of u's op from the i-th on (the i-th passed its early reject); kept out of line so the
@@ -488,8 +487,9 @@ static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, U
   else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
   PyObject *result = NULL;
   for (; i < n; i++) {
-    Rule *rule = pm->rules[pm->by_op[u->op][i]];
-    if (early_rejected(rule, src_ops) || (!rule->native && !rule->fn)) continue;
+    const RuleSlot *slot = &pm->by_op[u->op][i];
+    Rule *rule = slot->rule;
+    if (early_rejected(slot, src_ops) || (!rule->native && !rule->fn)) continue;
     UPat *p = rule->pat;   /* what match() would reject first, without the call */
     if (!p->is_any) {
       if (!dtype_ok(p, u) || u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) continue;
@@ -519,9 +519,9 @@ PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop
   if (!n) return NULL;
   OpSet src_ops = {{0, 0}};
   for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
-  const int *idx = pm->by_op[u->op];
+  const RuleSlot *slots = pm->by_op[u->op];
   for (int i = 0; i < n; i++)
-    if (!early_rejected(pm->rules[idx[i]], src_ops)) return pm_rewrite_from(pm, u, ctx, require_uop, i, src_ops);
+    if (!early_rejected(&slots[i], src_ops)) return pm_rewrite_from(pm, u, ctx, require_uop, i, src_ops);
   return NULL;
 }
 
@@ -630,19 +630,22 @@ static PatternMatcher *pm_alloc(int nrules) {
 
 /* the per-op dispatch table, rules in order */
 static int pm_index(PatternMatcher *pm) {
+  pm->all_native = true;
   for (int i = 0; i < pm->nrules; i++) {
     UPat *p = pm->rules[i]->pat;
+    pm->all_native &= pm->rules[i]->native != NULL;
     if (!p->has_ops) { PyErr_Format(PyExc_ValueError, "a PatternMatcher rule's UPat needs an op (made at %S)", p->location); return -1; }
-    for (int op = 1; op < OP_COUNT; op++) if (opset_has(p->ops, op)) pm->n_by_op[op]++;
+    for (int op = 1; op < OP_COUNT; op++) if (opset_has(p->ops, op)) pm->n_by_op[op]++, pm->root_bits |= op_bit(op);
   }
   for (int op = 1; op < OP_COUNT; op++) {
     if (!pm->n_by_op[op]) continue;
-    if (!(pm->by_op[op] = PyMem_Malloc(sizeof(int) * (size_t)pm->n_by_op[op]))) { PyErr_NoMemory(); return -1; }
+    if (!(pm->by_op[op] = PyMem_Malloc(sizeof(RuleSlot) * (size_t)pm->n_by_op[op]))) { PyErr_NoMemory(); return -1; }
     pm->n_by_op[op] = 0;
   }
   for (int i = 0; i < pm->nrules; i++)
     for (int op = 1; op < OP_COUNT; op++)
-      if (opset_has(pm->rules[i]->pat->ops, op)) pm->by_op[op][pm->n_by_op[op]++] = i;
+      if (opset_has(pm->rules[i]->pat->ops, op))
+        pm->by_op[op][pm->n_by_op[op]++] = (RuleSlot){pm->rules[i]->pat->early_reject, pm->rules[i]};
   return 0;
 }
 
@@ -698,7 +701,7 @@ static PyObject *PatternMatcher_new(PyTypeObject *type, PyObject *args, PyObject
 /* drops the rules: a cleared matcher matches nothing */
 static int PatternMatcher_clear(PatternMatcher *pm) {
   int n = pm->nrules;
-  pm->nrules = 0;
+  pm->nrules = 0, pm->root_bits = 0;
   for (int op = 0; op < OP_COUNT; op++) PyMem_Free(pm->by_op[op]), pm->by_op[op] = NULL, pm->n_by_op[op] = 0;
   for (int i = 0; i < n; i++) if (pm->rules[i]) rule_unref(pm->rules[i]);
   PyMem_Free(pm->rules);

@@ -64,12 +64,18 @@ typedef struct Rule {
   OpSet pos_ops[4];
 } Rule;
 
+/* A rule as its root op's dispatch list holds it: the early-reject set beside the rule, so scanning the list for the
+ * rules that may fire reads one array. */
+typedef struct { OpSet early_reject; Rule *rule; } RuleSlot;
+
 typedef struct PatternMatcher {
   PyObject_HEAD
   Rule **rules;              /* shared, reference counted through `owners` */
   int nrules;
-  int *by_op[OP_COUNT];      /* rule indices per root op, in rule order */
+  RuleSlot *by_op[OP_COUNT]; /* the rules per root op, in rule order */
   int n_by_op[OP_COUNT];
+  uint64_t root_bits;        /* op_bit of every op some rule matches at the root: none below a node, nothing to do there */
+  bool all_native;           /* every rule is C: none has state of its own that the order of the calls could show */
   PyObject *patterns;        /* list of (UPat, callable-or-None), built on request */
 } PatternMatcher;
 
@@ -99,6 +105,10 @@ void pm_set_form_checked(PatternMatcher *pm);
 PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop);
 /* graph_rewrite(sink, pm, ctx, bottom_up, bpm) as tinygrad 0.12.0's unified_rewrite. */
 UOp *graph_rewrite(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm);
+/* the same, told that the rules only read ctx (a renderer, a device name): with C rules alone, the order of their calls
+ * cannot change the answer then, and subgraphs where none can fire are left unwalked (graph_rewrite assumes that of a
+ * None ctx only) */
+UOp *graph_rewrite_read_only_ctx(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool bottom_up);
 
 int tinyc_init_upat(PyObject *m);
 int tinyc_init_rewrite(PyObject *m);

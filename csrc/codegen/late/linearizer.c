@@ -215,10 +215,35 @@ static int sort_by_head(UOp **nodes, Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_
 
 static void tokens_free(Tokens *t) { PyMem_Free(t->tok); PyMem_Free(t->len); PyMem_Free(t->complete); memset(t, 0, sizeof(*t)); }
 
-/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked */
+/* The positions whose head (op, arg object, dtype) is the first of its kind, in position order, and each position's
+ * first (*first_of). Identical heads compare equal (identity first, as Python's tuples), so ranking the distinct ones
+ * ranks all: a kernel has thousands of nodes but a few dozen heads. Returns how many distinct, -1 on error. */
+static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, Py_ssize_t *first_of) {
+  size_t cap = 16;
+  while (cap < 2 * (size_t)g->n) cap *= 2;
+  Py_ssize_t *table = PyMem_Malloc(cap * sizeof(Py_ssize_t)), nd = 0;   /* slot -> position + 1, 0 empty */
+  if (!table) { PyErr_NoMemory(); return -1; }
+  memset(table, 0, cap * sizeof(Py_ssize_t));
+  for (Py_ssize_t i = 0; i < g->n; i++) {
+    UOp *u = g->nodes[i];
+    uint64_t h = ((uint64_t)u->op * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)(uintptr_t)u->arg * 0xC2B2AE3D27D4EB4FULL) ^
+                 ((uint64_t)(uintptr_t)u->dtype * 0x165667B19E3779F9ULL);
+    size_t at = (h ^ (h >> 29)) & (cap - 1);
+    for (;; at = (at + 1) & (cap - 1)) {
+      if (!table[at]) { table[at] = i + 1, distinct[nd++] = i, first_of[i] = i; break; }
+      UOp *v = g->nodes[table[at] - 1];
+      if (v->op == u->op && v->arg == u->arg && v->dtype == u->dtype) { first_of[i] = table[at] - 1; break; }
+    }
+  }
+  PyMem_Free(table);
+  return nd;
+}
+
+/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked, -1 on error. idx and tmp hold n + 1. */
 static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head) {
-  Py_ssize_t n = g->n;
-  for (Py_ssize_t i = 0; i < n; i++) idx[i] = i;
+  Py_ssize_t n = distinct_heads(g, idx, tmp);   /* idx: the distinct heads' positions; tmp: each position's first */
+  if (n < 0) return -1;
+  for (Py_ssize_t i = 0; i < g->n; i++) head[i] = (uint32_t)tmp[i];   /* parked here while tmp sorts */
   if (sort_by_head(g->nodes, idx, tmp, n) < 0) return 1;
   uint32_t cls = 0;
   Py_ssize_t start = 0;   /* where the current class begins in idx */
@@ -237,7 +262,7 @@ static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head
     uint32_t group = 0, groups = 0;   /* the ==-equal group within the class: an earlier member's, or new */
     bool found = false;
     for (Py_ssize_t m = start; m < k && !found; m++) {
-      uint32_t gm = head[idx[m]] & ((1u << TOK_GROUP_BITS) - 1);
+      uint32_t gm = tmp[m] & ((1u << TOK_GROUP_BITS) - 1);
       if (gm >= groups) groups = gm + 1;
       int e = rank_head_order(g->nodes[idx[m]], u);
       if (e < 0) return 1;
@@ -245,14 +270,19 @@ static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head
     }
     if (!found) {
       for (Py_ssize_t m = start; m < k; m++) {
-        uint32_t gm = head[idx[m]] & ((1u << TOK_GROUP_BITS) - 1);
+        uint32_t gm = tmp[m] & ((1u << TOK_GROUP_BITS) - 1);
         if (gm >= groups) groups = gm + 1;
       }
       group = groups;
     }
     if (group >= (1u << TOK_GROUP_BITS)) return 1;
-    head[idx[k]] = cls << TOK_GROUP_BITS | group;
+    tmp[k] = cls << TOK_GROUP_BITS | group;   /* the token of the k-th distinct head (tmp is free after the sort) */
   }
+  Py_ssize_t *token_of = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)g->n + 1));   /* first position -> its token */
+  if (!token_of) { PyErr_NoMemory(); return -1; }
+  for (Py_ssize_t k = 0; k < n; k++) token_of[idx[k]] = tmp[k];
+  for (Py_ssize_t i = 0; i < g->n; i++) head[i] = (uint32_t)token_of[head[i]];
+  PyMem_Free(token_of);
   return 0;
 }
 
@@ -266,7 +296,9 @@ static int tokens_init(Tokens *t, Graph *g) {
   t->len = PyMem_Malloc(sizeof(uint16_t) * ((size_t)n + 1)), t->complete = PyMem_Malloc((size_t)n + 1);
   int rc = 0;
   if (!idx || !tmp || !head || !t->tok || !t->len || !t->complete) { PyErr_NoMemory(); rc = -1; tokens_free(t); goto out; }
-  if (rank_heads(g, idx, tmp, head)) { tokens_free(t); goto out; }
+  int ranked = rank_heads(g, idx, tmp, head);
+  if (ranked < 0) { rc = -1; tokens_free(t); goto out; }
+  if (ranked) { tokens_free(t); goto out; }
   for (Py_ssize_t i = 0; i < n; i++) {   /* sources first: a toposort */
     UOp *u = g->nodes[i];
     uint32_t *tk = &t->tok[i * TOK_K];
@@ -293,8 +325,13 @@ out:
 static int tuplize_order_at(const Tokens *t, Graph *g, Py_ssize_t i, Py_ssize_t j) {
   if (t->tok) {
     const uint32_t *x = &t->tok[i * TOK_K], *y = &t->tok[j * TOK_K];
-    int m = t->len[i] < t->len[j] ? t->len[i] : t->len[j];
-    for (int k = 0; k < m; k++) {
+    int m = t->len[i] < t->len[j] ? t->len[i] : t->len[j], k = 0;
+    uint64_t wx, wy;   /* two tokens a step while they agree: the common prefix is often long */
+    for (; k + 2 <= m; k += 2) {
+      memcpy(&wx, x + k, sizeof(wx)), memcpy(&wy, y + k, sizeof(wy));
+      if (wx != wy) break;
+    }
+    for (; k < m; k++) {
       if (x[k] == y[k]) continue;
       if ((x[k] >> TOK_GROUP_BITS) == (y[k] >> TOK_GROUP_BITS)) return ORD_NOT_LESS;   /* equivalent heads, not equal */
       return x[k] < y[k] ? ORD_LESS : ORD_NOT_LESS;

@@ -10,6 +10,20 @@ const char *const op_names[OP_COUNT] = {
 #undef X
 };
 PyObject *ops_members[OP_COUNT];
+
+/* each op's bit + 1; 0 (every op not named) is the last bit, which they share */
+const uint8_t op_bit_of[OP_COUNT] = {
+  [OP_DEFINE_GLOBAL] = 1, [OP_DEFINE_VAR] = 2, [OP_SPECIAL] = 3, [OP_DEFINE_LOCAL] = 4, [OP_DEFINE_REG] = 5,
+  [OP_PROGRAM] = 6, [OP_LINEAR] = 6, [OP_SOURCE] = 6, [OP_BINARY] = 6, [OP_SINK] = 7, [OP_AFTER] = 8, [OP_GROUP] = 9,
+  [OP_GEP] = 10, [OP_VECTORIZE] = 11, [OP_INDEX] = 12, [OP_LOAD] = 13, [OP_STORE] = 14, [OP_WMMA] = 15, [OP_CAST] = 16,
+  [OP_BITCAST] = 17, [OP_EXP2] = 18, [OP_LOG2] = 18, [OP_SIN] = 18, [OP_SQRT] = 18, [OP_RECIPROCAL] = 18, [OP_NEG] = 18,
+  [OP_TRUNC] = 18, [OP_ADD] = 19, [OP_SUB] = 19, [OP_MUL] = 19, [OP_MULACC] = 19, [OP_SHL] = 20, [OP_SHR] = 20,
+  [OP_XOR] = 20, [OP_OR] = 20, [OP_AND] = 20, [OP_THREEFRY] = 20, [OP_IDIV] = 21, [OP_MOD] = 21, [OP_FDIV] = 21,
+  [OP_POW] = 21, [OP_MAX] = 21, [OP_CMPLT] = 22, [OP_CMPNE] = 22, [OP_CMPEQ] = 22, [OP_WHERE] = 23, [OP_BARRIER] = 24,
+  [OP_IF] = 24, [OP_ENDIF] = 24, [OP_RANGE] = 25, [OP_END] = 26, [OP_CONST] = 27, [OP_VCONST] = 27, [OP_CUSTOM] = 28,
+  [OP_CUSTOMI] = 28, [OP_REDUCE] = 29, [OP_REDUCE_AXIS] = 29, [OP_ALLREDUCE] = 29, [OP_UNROLL] = 30, [OP_CONTRACT] = 30,
+  [OP_CAT] = 31, [OP_PTRCAT] = 31,
+};
 PyObject *ops_str[OP_COUNT];
 PyObject *Ops_Type;
 PyObject *axistype_members[AXIS_COUNT];

@@ -24,15 +24,12 @@ typedef struct { uint64_t bits[2]; } OpSet;
 static inline bool opset_has(OpSet s, int op) { return (s.bits[op >> 6] >> (op & 63)) & 1; }
 static inline void opset_add(OpSet *s, int op) { s->bits[op >> 6] |= (uint64_t)1 << (op & 63); }
 
-/* An op's bit in a node's ops_below summary (64 bits, to keep a node small): the ops up to CUSTOMI and the codegen
- * ops after them have a bit each; the rest (schedule-level ops: buffers, movement, multi) share the last one, so a
- * summary may say an op is below that is not, never the other way. */
-static inline uint64_t op_bit(int op) {
-  int bit = op <= OP_CUSTOMI ? op - 1 : op == OP_REDUCE ? 58 : op == OP_UNROLL ? 59 : op == OP_CONTRACT ? 60 : op == OP_CAT ? 61
-          : op == OP_BUFFERIZE ? 62 : 63;
-  return (uint64_t)1 << bit;
-}
-_Static_assert(OP_CUSTOMI == 58, "op_bit gives the ops up to CUSTOMI bits 0 to 57");
+/* An op's bit in a node's ops_below summary: 32 bits, to keep a node within 100 bytes. The ops that the narrow rule sets
+ * match at their roots (loads, stores, indexing, ranges, vectors, defines) have a bit each; the ALUs share a bit per
+ * kind (a rule set that matches one of them usually matches most); the rest share the last bit. A summary may say an op
+ * is below that is not, never the other way. */
+extern const uint8_t op_bit_of[OP_COUNT];
+static inline uint32_t op_bit(int op) { return (uint32_t)1 << (op_bit_of[op] ? op_bit_of[op] - 1 : 31); }
 
 /* GroupOp, with tinygrad's members (filled at init from ops_enum.c's tables). */
 typedef enum {

@@ -39,7 +39,9 @@ static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) & (d->cap 
 
 /* Everything the rewrite knows about a node: its rewritten node (tinygrad's replace), the bottom-up
  * matcher's cached answer, whether it was queued. The entries sit in one array; a node finds its entry
- * through its own scratch fields (rw_id: which rewrite, rw_idx: where), with no hashing. A rewrite run
+ * through its own scratch fields (rw_id: which rewrite, rw_idx: where), with no hashing. The fields are narrow (a
+ * node stays small): ids are reused, never two running rewrites' at once, and an entry past rw_idx's reach, like a
+ * node whose fields a stale id left, is told apart by naming its node. A rewrite run
  * from inside a rule (nested) overwrites those fields of the nodes it meets, so it notes the old values
  * and puts them back when it ends; an entry is trusted only when it names the node.
  * Rewrites of other threads interleave with this one (a Python rule gives up the GIL), and they share the
@@ -58,7 +60,9 @@ typedef struct NodeMap {
   struct NodeMap *next_active;
 } NodeMap;
 
-static uint32_t rewrite_last_id;                /* ids of rewrites, never 0 */
+#define RW_ID_MAX 255u                          /* rw_id's 8 bits */
+#define RW_IDX_LIMIT (1u << 24)                 /* rw_idx's 24 bits: entries from here on live in the side map */
+static uint32_t rewrite_last_id;                /* ids of rewrites, 1 to RW_ID_MAX */
 static FAST_TLS int rewrite_depth;              /* rewrites running in this thread (a nested one saves what it overwrites) */
 static NodeMap *active_rewrites;                /* every rewrite running, in any thread (the GIL orders the changes) */
 
@@ -75,9 +79,17 @@ static bool held_by_other_thread(const NodeMap *m, uint32_t id) {
   for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return a->thread != m->thread;
   return false;
 }
+static bool id_running(uint32_t id) {
+  for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return true;
+  return false;
+}
 static int nodemap_init(NodeMap *m, size_t cap) {
   memset(m, 0, sizeof(*m));
-  if (++rewrite_last_id == 0) rewrite_last_id = 1;
+  uint32_t tries = 0;
+  do {   /* the next id no running rewrite has: a node's fields then name at most one running rewrite */
+    rewrite_last_id = rewrite_last_id % RW_ID_MAX + 1;
+    if (++tries > RW_ID_MAX) { PyErr_SetString(PyExc_RecursionError, "too many graph_rewrites running at once"); return -1; }
+  } while (id_running(rewrite_last_id));
   m->id = rewrite_last_id, m->cap = cap, m->thread = PyThread_get_thread_ident();
   if (!(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
   m->next_active = active_rewrites, active_rewrites = m;
@@ -102,7 +114,7 @@ static Entry *nodemap_add(NodeMap *m, UOp *key) {
     if (!bigger) { PyErr_NoMemory(); return NULL; }
     m->e = bigger, m->cap *= 2;
   }
-  if (key->rw_id && key->rw_id != m->id && held_by_other_thread(m, key->rw_id)) {
+  if (m->len >= RW_IDX_LIMIT || (key->rw_id && key->rw_id != m->id && held_by_other_thread(m, key->rw_id))) {
     if (ptrmap_set(&m->side, key, (void *)(m->len + 1)) < 0) return NULL;
   } else {
     if (rewrite_depth > 1 && key->rw_id) {
@@ -127,7 +139,7 @@ static UOp *get_replace(const NodeMap *m, const UOp *n) {
 
 typedef struct {
   PatternMatcher *pm, *bpm;
-  uint64_t root_bits;        /* the ops some rule of either matcher matches at the root */
+  uint32_t root_bits;        /* the ops some rule of either matcher matches at the root */
   PyObject *ctx;
   NodeMap nodes;
   PyObject *keep;            /* a list owning every node made here, so the map's pointers stay valid */
@@ -283,7 +295,7 @@ end:
 static int rewriter_begin(Rewriter *rw, PatternMatcher *pm, PyObject *ctx, bool bottom_up, PatternMatcher *bpm, bool ctx_read_only) {
   if (!ctx) ctx = Py_None;
   bool order_free = (ctx_read_only || ctx == Py_None) && pm->all_native && (!bpm || bpm->all_native);
-  uint64_t root_bits = order_free ? pm->root_bits | (bpm ? bpm->root_bits : 0) : UINT64_MAX;
+  uint32_t root_bits = order_free ? pm->root_bits | (bpm ? bpm->root_bits : 0) : UINT32_MAX;
   *rw = (Rewriter){bottom_up ? NULL : pm, bottom_up ? pm : bpm, root_bits, ctx, {0}, PyList_New(0)};
   if (!rw->keep) return -1;
   if (nodemap_init(&rw->nodes, 128) < 0) { Py_DECREF(rw->keep); return -1; }

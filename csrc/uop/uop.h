@@ -31,9 +31,9 @@ typedef struct UOp {
   DType *dtype;          /* borrowed: dtypes are immortal */
   PyObject *arg;         /* owned, never NULL (Py_None) */
   UOpExtra *extra;       /* NULL when the tag is None and nothing is cached */
-  uint32_t rw_id;        /* graph_rewrite's scratch: the rewrite that last touched the node (0: none) */
-  uint32_t rw_idx;       /* and the node's entry in that rewrite's table (see rewrite.c) */
-  uint64_t ops_below;    /* op_bit of the node's op and of every op below it: a rewrite skips a subgraph where no rule
+  uint32_t rw_id : 8;    /* graph_rewrite's scratch: the rewrite that last touched the node (0: none) */
+  uint32_t rw_idx : 24;  /* and the node's entry in that rewrite's table (see rewrite.c) */
+  uint32_t ops_below;    /* op_bit of the node's op and of every op below it: a rewrite skips a subgraph where no rule
                           * of its matcher can fire (a node is immutable, so this is made once) */
   struct UOp *src[];     /* owned */
 } UOp;

@@ -74,7 +74,7 @@ typedef struct PatternMatcher {
   int nrules;
   RuleSlot *by_op[OP_COUNT]; /* the rules per root op, in rule order */
   int n_by_op[OP_COUNT];
-  uint64_t root_bits;        /* op_bit of every op some rule matches at the root: none below a node, nothing to do there */
+  uint32_t root_bits;        /* op_bit of every op some rule matches at the root: none below a node, nothing to do there */
   bool all_native;           /* every rule is C: none has state of its own that the order of the calls could show */
   PyObject *patterns;        /* list of (UPat, callable-or-None), built on request */
 } PatternMatcher;

@@ -108,26 +108,18 @@ def test_c_rules_leave_subgraphs_where_none_can_fire(rules):
     assert from_tinygrad(TG.graph_rewrite(tk, tpm)) is TC.graph_rewrite(ck, cpm), seed
     assert from_tinygrad(TG.graph_rewrite(tk, tpm, bottom_up=True)) is TC.graph_rewrite(ck, cpm, bottom_up=True), seed
 
-INNER = {}   # per library: the inner rewrite's (graph_rewrite, matcher); tinygrad's matchers take no closures
+INNER = {}   # UOp type -> the inner rewrite's (graph_rewrite, matcher); tinygrad's matchers take no closures
 
-def fold_inside_tg(ctx, m, x, y):
+def fold_inside(ctx, m, x, y):
   ctx.append(len(ctx))
-  rewrite, pm = INNER["tinygrad"]
-  nx = rewrite(x, pm)
-  return None if nx is x else nx * y
-
-def fold_inside_tc(ctx, m, x, y):
-  ctx.append(len(ctx))
-  rewrite, pm = INNER["tinyc"]
+  rewrite, pm = INNER[type(m)]
   nx = rewrite(x, pm)
   return None if nx is x else nx * y
 
 def nested_rules(ns):
   """a rule that rewrites each MUL's operand with a rewrite of its own (nested in the outer one), counting in ctx"""
-  lib = "tinygrad" if ns is TG else "tinyc"
-  INNER[lib] = (ns.graph_rewrite, folding_rules(ns))
-  fn = fold_inside_tg if ns is TG else fold_inside_tc
-  return ns.PatternMatcher([(ns.UPat(ns.Ops.MUL, src=(ns.UPat.var("x"), ns.UPat.var("y")), name="m"), fn)])
+  INNER[ns.UOp] = (ns.graph_rewrite, folding_rules(ns))
+  return ns.PatternMatcher([(ns.UPat(ns.Ops.MUL, src=(ns.UPat.var("x"), ns.UPat.var("y")), name="m"), fold_inside)])
 
 def test_nested_rewrites_outnumbering_the_rewrite_ids():
   """A node keeps which rewrite last met it in 8 bits, so the ids wrap around: an outer rewrite whose rule starts

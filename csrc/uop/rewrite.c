@@ -75,13 +75,14 @@ static inline Entry *nodemap_get(const NodeMap *m, const UOp *key) {
   if (key->rw_id == m->id && key->rw_idx < m->len && m->e[key->rw_idx].key == key) return &m->e[key->rw_idx];
   return m->side.len ? nodemap_get_side(m, key) : NULL;
 }
-static bool held_by_other_thread(const NodeMap *m, uint32_t id) {
-  for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return a->thread != m->thread;
-  return false;
+/* the running rewrite with this id, or NULL */
+static const NodeMap *running(uint32_t id) {
+  for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return a;
+  return NULL;
 }
-static bool id_running(uint32_t id) {
-  for (NodeMap *a = active_rewrites; a; a = a->next_active) if (a->id == id) return true;
-  return false;
+static bool held_by_other_thread(const NodeMap *m, uint32_t id) {
+  const NodeMap *a = running(id);
+  return a && a->thread != m->thread;
 }
 static int nodemap_init(NodeMap *m, size_t cap) {
   memset(m, 0, sizeof(*m));
@@ -89,7 +90,7 @@ static int nodemap_init(NodeMap *m, size_t cap) {
   do {   /* the next id no running rewrite has: a node's fields then name at most one running rewrite */
     rewrite_last_id = rewrite_last_id % RW_ID_MAX + 1;
     if (++tries > RW_ID_MAX) { PyErr_SetString(PyExc_RecursionError, "too many graph_rewrites running at once"); return -1; }
-  } while (id_running(rewrite_last_id));
+  } while (running(rewrite_last_id));
   m->id = rewrite_last_id, m->cap = cap, m->thread = PyThread_get_thread_ident();
   if (!(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
   m->next_active = active_rewrites, active_rewrites = m;

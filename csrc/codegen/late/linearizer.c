@@ -216,9 +216,9 @@ static int sort_by_head(UOp **nodes, Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_
 static void tokens_free(Tokens *t) { PyMem_Free(t->tok); PyMem_Free(t->len); PyMem_Free(t->complete); memset(t, 0, sizeof(*t)); }
 
 /* The positions whose head (op, arg object, dtype) is the first of its kind, in position order, and each position's
- * first (*first_of). Identical heads compare equal (identity first, as Python's tuples), so ranking the distinct ones
+ * first (first_of). Identical heads compare equal (identity first, as Python's tuples), so ranking the distinct ones
  * ranks all: a kernel has thousands of nodes but a few dozen heads. Returns how many distinct, -1 on error. */
-static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, Py_ssize_t *first_of) {
+static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, uint32_t *first_of) {
   size_t cap = 16;
   while (cap < 2 * (size_t)g->n) cap *= 2;
   Py_ssize_t *table = PyMem_Malloc(cap * sizeof(Py_ssize_t)), nd = 0;   /* slot -> position + 1, 0 empty */
@@ -230,9 +230,9 @@ static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, Py_ssize_t *fir
                  ((uint64_t)(uintptr_t)u->dtype * 0x165667B19E3779F9ULL);
     size_t at = (h ^ (h >> 29)) & (cap - 1);
     for (;; at = (at + 1) & (cap - 1)) {
-      if (!table[at]) { table[at] = i + 1, distinct[nd++] = i, first_of[i] = i; break; }
+      if (!table[at]) { table[at] = i + 1, distinct[nd++] = i, first_of[i] = (uint32_t)i; break; }
       UOp *v = g->nodes[table[at] - 1];
-      if (v->op == u->op && v->arg == u->arg && v->dtype == u->dtype) { first_of[i] = table[at] - 1; break; }
+      if (v->op == u->op && v->arg == u->arg && v->dtype == u->dtype) { first_of[i] = (uint32_t)(table[at] - 1); break; }
     }
   }
   PyMem_Free(table);
@@ -241,9 +241,8 @@ static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, Py_ssize_t *fir
 
 /* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked, -1 on error. idx and tmp hold n + 1. */
 static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head) {
-  Py_ssize_t n = distinct_heads(g, idx, tmp);   /* idx: the distinct heads' positions; tmp: each position's first */
+  Py_ssize_t n = distinct_heads(g, idx, head);   /* idx: the distinct heads' positions; head: each position's first, for now */
   if (n < 0) return -1;
-  for (Py_ssize_t i = 0; i < g->n; i++) head[i] = (uint32_t)tmp[i];   /* parked here while tmp sorts */
   if (sort_by_head(g->nodes, idx, tmp, n) < 0) return 1;
   uint32_t cls = 0;
   Py_ssize_t start = 0;   /* where the current class begins in idx */

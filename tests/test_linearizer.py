@@ -4,7 +4,7 @@ tinygrad/codegen/__init__.py's line_rewrite with pm_linearize_cleanups and do_li
 The corpus is the kernels of real tinygrad programs on device CPU, lowered by tinygrad's full_rewrite_to_sink with
 the Clang renderer (once with the hand-coded optimizations, once with none); each final sink goes through both
 linearizers and the lists must hold the very same nodes (through the bridge) in the same order."""
-import functools
+import functools, random
 import pytest
 from tinygrad import Tensor, Variable, dtypes as tg_dtypes
 import tinygrad.codegen as tg_codegen
@@ -104,6 +104,22 @@ def test_run_counts_past_int64():
   wide = dg.index(big0 * 3 + big1).store(TgUOp.const(tg_dtypes.float, 1.0)).end(big1, big0)
   narrow = dg.index(small + 5).store(TgUOp.const(tg_dtypes.float, 2.0)).end(small)
   for sink in (TgUOp.sink(wide, narrow), TgUOp.sink(narrow, wide)):
+    assert same_nodes(tg_linearize(sink), _C.linearize(from_tinygrad(sink)))
+
+def test_nan_consts_order_as_python_compares_them():
+  """a NaN const is neither less nor more than any other const, so the sort's order is the one Python's list.sort
+  reaches asking its questions: NaNs (each its own float object, or one shared) among other consts, in stores and
+  in products whose tuplizes differ only there, in many arrangements"""
+  rng = random.Random(0)
+  dg = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(16), arg=0)
+  idx = dg.index(TgUOp.const(tg_dtypes.int, 3))
+  shared_nan = float("nan")
+  values = [float("nan"), -150.0, float("nan"), 3.0, float("inf"), shared_nan, 0.5, shared_nan, -0.0]
+  for _ in range(30):
+    rng.shuffle(values)
+    consts = [TgUOp.const(tg_dtypes.float, v) for v in values]
+    stores = [idx.store(c) for c in consts] + [idx.store(idx.load() * c) for c in consts[:4]]
+    sink = TgUOp.sink(*rng.sample(stores, len(stores)))
     assert same_nodes(tg_linearize(sink), _C.linearize(from_tinygrad(sink)))
 
 def test_linearize_is_a_toposort_of_every_node():

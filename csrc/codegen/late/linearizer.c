@@ -164,12 +164,17 @@ static int small_run_count(PtrVec *ranges, long long *out) {
  * within the class): different classes decide by class, one class but different groups answer "not less",
  * the same token goes on. Every node gets the first TOK_K tokens of its flattening; a tie within the
  * prefixes falls back to uop_tuplize_order. The answers are the walk's, so list.sort asks the same
- * questions and gets the same answers. Heads that cannot be ranked (a NaN, an arg Python may not order)
- * leave the tokens out and every answer comes from the walk. */
+ * questions and gets the same answers. A head whose arg Python may not order consistently (a NaN const,
+ * which is neither less nor more than any other const, or an exotic object) stays out of the ranking: its
+ * token is TOK_SPECIAL and its own number, and where such a token is the first difference the two heads
+ * themselves are compared, as Python compares them. When the ranking fails all the same, the tokens are
+ * left out and every answer comes from the walk. */
 #define TOK_K 64
 #define TOK_GROUP_BITS 11
+#define TOK_SPECIAL (1u << 31)
 typedef struct {
-  uint32_t *tok;     /* TOK_K per position; 0 closes a tuple, a head is class << TOK_GROUP_BITS | group */
+  uint32_t *tok;     /* TOK_K per position; 0 closes a tuple, a head is class << TOK_GROUP_BITS | group or TOK_SPECIAL | n */
+  uint32_t *at;      /* with special heads: the position of the node whose head each token is (TOK_K per position) */
   uint16_t *len;
   bool *complete;    /* the whole flattening fits */
 } Tokens;
@@ -213,7 +218,10 @@ static int sort_by_head(UOp **nodes, Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_
   return 0;
 }
 
-static void tokens_free(Tokens *t) { PyMem_Free(t->tok); PyMem_Free(t->len); PyMem_Free(t->complete); memset(t, 0, sizeof(*t)); }
+static void tokens_free(Tokens *t) {
+  PyMem_Free(t->tok); PyMem_Free(t->at); PyMem_Free(t->len); PyMem_Free(t->complete);
+  memset(t, 0, sizeof(*t));
+}
 
 /* The positions whose head (op, arg object, dtype) is the first of its kind, in position order, and each position's
  * first (first_of). Identical heads compare equal (identity first, as Python's tuples), so ranking the distinct ones
@@ -239,10 +247,13 @@ static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, uint32_t *first
   return nd;
 }
 
-/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked, -1 on error. idx and tmp hold n + 1. */
-static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head) {
-  Py_ssize_t n = distinct_heads(g, idx, head);   /* idx: the distinct heads' positions; head: each position's first, for now */
-  if (n < 0) return -1;
+/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked, -1 on error. idx and tmp hold n + 1.
+ * *specials: how many heads stay out of the ranking (TOK_SPECIAL tokens). */
+static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head, uint32_t *specials) {
+  Py_ssize_t nd = distinct_heads(g, idx, head), n = 0;   /* idx: the distinct heads' positions; head: each position's first, for now */
+  if (nd < 0) return -1;
+  for (Py_ssize_t k = 0; k < nd; k++)   /* the ranked heads, in position order */
+    if (plain_arg(g->nodes[idx[k]]->arg)) idx[n++] = idx[k];
   if (sort_by_head(g->nodes, idx, tmp, n) < 0) return 1;
   uint32_t cls = 0;
   Py_ssize_t start = 0;   /* where the current class begins in idx */
@@ -257,7 +268,7 @@ static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head
       }
       if (o == ORD_LESS) cls++, start = k;
     } else cls = 1;
-    if (cls >= (1u << (32 - TOK_GROUP_BITS))) return 1;
+    if (cls >= (1u << (31 - TOK_GROUP_BITS))) return 1;
     uint32_t group = 0, groups = 0;   /* the ==-equal group within the class: an earlier member's, or new */
     bool found = false;
     for (Py_ssize_t m = start; m < k && !found; m++) {
@@ -280,6 +291,9 @@ static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head
   Py_ssize_t *token_of = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)g->n + 1));   /* first position -> its token */
   if (!token_of) { PyErr_NoMemory(); return -1; }
   for (Py_ssize_t k = 0; k < n; k++) token_of[idx[k]] = tmp[k];
+  *specials = 0;
+  for (Py_ssize_t i = 0; i < g->n; i++)
+    if (head[i] == (uint32_t)i && !plain_arg(g->nodes[i]->arg)) token_of[i] = TOK_SPECIAL | (*specials)++;
   for (Py_ssize_t i = 0; i < g->n; i++) head[i] = (uint32_t)token_of[head[i]];
   PyMem_Free(token_of);
   return 0;
@@ -295,19 +309,23 @@ static int tokens_init(Tokens *t, Graph *g) {
   t->len = PyMem_Malloc(sizeof(uint16_t) * ((size_t)n + 1)), t->complete = PyMem_Malloc((size_t)n + 1);
   int rc = 0;
   if (!idx || !tmp || !head || !t->tok || !t->len || !t->complete) { PyErr_NoMemory(); rc = -1; tokens_free(t); goto out; }
-  int ranked = rank_heads(g, idx, tmp, head);
+  uint32_t specials = 0;
+  int ranked = rank_heads(g, idx, tmp, head, &specials);
   if (ranked < 0) { rc = -1; tokens_free(t); goto out; }
   if (ranked) { tokens_free(t); goto out; }
+  if (specials && !(t->at = PyMem_Malloc(sizeof(uint32_t) * TOK_K * (size_t)(n + 1)))) { PyErr_NoMemory(); rc = -1; tokens_free(t); goto out; }
   for (Py_ssize_t i = 0; i < n; i++) {   /* sources first: a toposort */
     UOp *u = g->nodes[i];
-    uint32_t *tk = &t->tok[i * TOK_K];
+    uint32_t *tk = &t->tok[i * TOK_K], *at = t->at ? &t->at[i * TOK_K] : NULL;
     int len = 0;
     bool complete = true;
+    if (at) at[len] = (uint32_t)i;
     tk[len++] = head[i];
     for (int s = 0; s < u->nsrc && complete; s++) {
       Py_ssize_t j = (Py_ssize_t)ptrmap_get(&g->pos, u->src[s]) - 1;
       int take = t->len[j] < TOK_K - len ? t->len[j] : TOK_K - len;
       memcpy(tk + len, &t->tok[j * TOK_K], sizeof(uint32_t) * (size_t)take);
+      if (at) memcpy(at + len, &t->at[j * TOK_K], sizeof(uint32_t) * (size_t)take);
       len += take;
       if (take < t->len[j] || !t->complete[j]) complete = false;
     }
@@ -332,11 +350,17 @@ static int tuplize_order_at(const Tokens *t, Graph *g, Py_ssize_t i, Py_ssize_t 
     }
     for (; k < m; k++) {
       if (x[k] == y[k]) continue;
+      if (x[k] && y[k] && ((x[k] | y[k]) & TOK_SPECIAL)) {   /* an unranked head: the two heads as Python compares them */
+        int r = uop_head_order(g->nodes[t->at[i * TOK_K + k]], g->nodes[t->at[j * TOK_K + k]]);
+        if (r != ORD_EQUAL) return r;
+        goto walk;   /* ==-equal heads under two tokens */
+      }
       if ((x[k] >> TOK_GROUP_BITS) == (y[k] >> TOK_GROUP_BITS)) return ORD_NOT_LESS;   /* equivalent heads, not equal */
       return x[k] < y[k] ? ORD_LESS : ORD_NOT_LESS;
     }
     if (t->complete[i] && t->complete[j]) return ORD_EQUAL;
   }
+walk:
   return uop_tuplize_order(g->nodes[i], g->nodes[j]);
 }
 

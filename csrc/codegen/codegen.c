@@ -302,7 +302,7 @@ static UOp *rewrite_program_root(UOp *prg, PatternMatcher *pm, PyObject *ren) {
 
 /* the PROGRAM UOp of an AST: SINK, DEVICE, LINEAR, SOURCE and (with a compiler) BINARY; a PROGRAM given
  * goes on from where it stands */
-static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts, const char *passes) {
+static UOp *build_program(UOp *ast, PyObject *ren, PyObject *opts, const char *passes) {
   if (uop_check_form(ast, "get_program") < 0) return NULL;
   UOp *prg = NULL, *kast = with_kernel_info(ast, opts);
   if (!kast) return NULL;
@@ -319,6 +319,15 @@ static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts, const char *pas
   if (prg && !pm) PyErr_Format(PyExc_RuntimeError, "the native rule set %s is missing", passes);
   UOp *ret = pm ? rewrite_program_root(prg, pm, ren) : NULL;
   Py_XDECREF(prg);
+  return ret;
+}
+
+/* build_program with the cycle collector paused: the linearizer and the renderer, like the passes (see
+ * full_rewrite_to_sink), make many dicts, lists and tuples and no reference cycles */
+static UOp *program_uop(UOp *ast, PyObject *ren, PyObject *opts, const char *passes) {
+  int gc_was_enabled = PyGC_Disable();
+  UOp *ret = build_program(ast, ren, opts, passes);
+  if (gc_was_enabled) PyGC_Enable();
   return ret;
 }
 

@@ -1129,6 +1129,7 @@ static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   if (!n) return PyErr_Format(PyExc_ValueError, "_rebuild_graph needs at least one node");
   PyObject *remade = PyList_New(0), *last = NULL;   /* owns every remade node; done maps to them */
   PtrMap done = {0};
+  int gc_was_enabled = PyGC_Disable();   /* a graph has no cycles: its many new nodes need not start the collector */
   for (Py_ssize_t i = 0; remade && i < n; i++) {
     PyObject *x = PyList_GET_ITEM(nodes, i), *y = remade_node(x, &mk, &cv, &done);
     int err = !y || PyList_Append(remade, y) < 0 || ptrmap_set(&done, x, y) < 0;
@@ -1136,6 +1137,7 @@ static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
     if (err) Py_CLEAR(remade);
     else last = y;
   }
+  if (gc_was_enabled) PyGC_Enable();
   PyObject *ret = remade ? Py_NewRef(last) : NULL;
   for (int op = 0; op < OP_COUNT; op++) Py_XDECREF(cv.tinyc_ops[op]);
   ptrmap_free(&done);

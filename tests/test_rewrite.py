@@ -155,6 +155,54 @@ def test_rewrite_single_node_and_add_order():
         tr, cr = tpm.rewrite(tn, ctx=[]), cpm.rewrite(cn, ctx=[])
         assert (tr is None and cr is None) or from_tinygrad(tr) is cr
 
+def shape_rules(ns):
+  """rules a node's shape (its op, source count and sources' ops) admits or rules out before matching: the ops of the
+  first sources, a strict and an open length, two root ops with a permuted source list, a rule for any length"""
+  UPat, Ops = ns.UPat, ns.Ops
+  return ns.PatternMatcher([
+    (UPat(Ops.ADD, src=(UPat(Ops.CONST, name="c"), UPat.var("x"))), lambda c, x: x if c.arg == 0 else None),
+    (UPat(Ops.ADD, src=(UPat.var("x"), UPat(Ops.DEFINE_VAR)), allow_any_len=True, name="a"), lambda a, x: x if len(a.src) == 3 else None),
+    (UPat((Ops.MAX, Ops.ADD), src=[UPat(Ops.RANGE, name="x"), UPat.var("y")]), lambda x, y: x),
+    (UPat(Ops.ADD, src=[UPat(Ops.MUL, name="m"), UPat.var("z")]), lambda m, z: m),
+    (UPat(Ops.ADD, name="r"), lambda r: r.src[-1] if len(r.src) in (1, 3) or len(r.src) > 4 else None),
+  ])
+
+def node_of_shape(ns, ops, leaves):
+  """an ADD whose sources are leaves of the given ops"""
+  return ns.UOp(ns.Ops.ADD, ns.dtypes.int, tuple(leaves[o] for o in ops))
+
+def test_rules_are_tried_per_shape_as_tinygrad():
+  """each node is rewritten twice (its shape met, then known) by tinygrad's rules and tinyc's: the same answer both
+  times, for nodes of 0 to 6 sources"""
+  tpm, cpm = shape_rules(TG), shape_rules(TC)
+  rng = random.Random(1)
+  picks = ["CONST", "DEFINE_VAR", "RANGE", "MUL", "ADD", "MAX", "SPECIAL"]
+  tleaves = {o: TG.UOp(getattr(TG.Ops, o), TG.dtypes.int, arg=0) for o in picks}
+  cleaves = {o: TC.UOp(getattr(TC.Ops, o), TC.dtypes.int, arg=0) for o in picks}
+  for seed in range(120):
+    t, c = both(seed, 3)
+    ops = [rng.choice(picks) for _ in range(rng.randint(0, 6))]
+    pairs = list(zip(t.toposort(), c.toposort())) + [(node_of_shape(TG, ops, tleaves), node_of_shape(TC, ops, cleaves))]
+    for tn, cn in pairs * 2:
+      tr, cr = tpm.rewrite(tn), cpm.rewrite(cn)
+      assert (tr is None and cr is None) or from_tinygrad(tr) is cr, (tn, tr, cr)
+
+def test_a_matcher_meeting_more_shapes_than_it_keeps():
+  """past the shapes a matcher keeps (2**16), a node's rules are found by scanning: 41**3 shapes of three sources,
+  each answered as tinygrad answers"""
+  tpm, cpm = shape_rules(TG), shape_rules(TC)
+  names = [o.name for o in TC.Ops][:41]
+  tleaves = {o: TG.UOp(getattr(TG.Ops, o), TG.dtypes.int, arg=0) for o in names}
+  cleaves = {o: TC.UOp(getattr(TC.Ops, o), TC.dtypes.int, arg=0) for o in names}
+  fired = 0
+  for a in names:
+    for b in names:
+      for c in names:
+        tr, cr = tpm.rewrite(node_of_shape(TG, (a, b, c), tleaves)), cpm.rewrite(node_of_shape(TC, (a, b, c), cleaves))
+        assert (tr is None and cr is None) or from_tinygrad(tr) is cr
+        fired += cr is not None
+  assert fired > 41**3 // 2
+
 def test_match_enumerates_like_tinygrad():
   def pats(ns):
     UPat, Ops = ns.UPat, ns.Ops

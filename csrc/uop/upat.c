@@ -470,11 +470,24 @@ static bool early_rejected(const RuleSlot *slot, OpSet src_ops) {
   return (slot->early_reject.bits[0] & ~src_ops.bits[0]) || (slot->early_reject.bits[1] & ~src_ops.bits[1]);
 }
 
-/* the rules of u's op from the i-th on (the i-th passed its early reject); kept out of line so the
- * common "no rule can fire" answer does not pay for the captures on the stack */
-static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop, int i,
-                                                           OpSet src_ops) {
-  int n = pm->n_by_op[u->op];
+/* what pm_rewrite checks before match(), from the rule's slot alone: whether it may fire on u (the early reject, the
+ * lengths, the ops of the first sources); the dtype is checked apart, as the shape does not decide it */
+static bool shape_fits(const RuleSlot *slot, const UOp *u, OpSet src_ops) {
+  if (early_rejected(slot, src_ops)) return false;
+  const Rule *rule = slot->rule;
+  const UPat *p = rule->pat;
+  if (p->is_any) return true;
+  if (u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) return false;
+  for (int k = 0; k < rule->npos && k < (int)u->nsrc; k++)
+    if (!opset_has(rule->pos_ops[k], u->src[k]->op)) return false;
+  return true;
+}
+
+/* Try the rules of u's op in order: those at positions at[i..n) of its slot list (every position from i when at is
+ * NULL, each then checked by shape_fits). Kept out of line so that the common "no rule can fire" answer does not pay
+ * for the captures on the stack. */
+static __attribute__((noinline)) PyObject *try_rules(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop,
+                                                     const uint16_t *at, int n, int i, OpSet src_ops) {
   /* the captures: match() leaves every slot NULL again, so a few zeroed buffers serve every call without
    * clearing, each marked busy while in use (a rule may rewrite, another thread may run during a Python
    * rule); with all busy, a cleared local one */
@@ -487,16 +500,10 @@ static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, U
   else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
   PyObject *result = NULL;
   for (; i < n; i++) {
-    const RuleSlot *slot = &pm->by_op[u->op][i];
+    const RuleSlot *slot = &pm->by_op[u->op][at ? at[i] : i];
     Rule *rule = slot->rule;
-    if (early_rejected(slot, src_ops) || (!rule->native && !rule->fn)) continue;
-    UPat *p = rule->pat;   /* what match() would reject first, without the call */
-    if (!p->is_any) {
-      if (!dtype_ok(p, u) || u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) continue;
-      bool fits = true;
-      for (int k = 0; k < rule->npos && k < (int)u->nsrc && fits; k++) fits = opset_has(rule->pos_ops[k], u->src[k]->op);
-      if (!fits) continue;
-    }
+    if ((!rule->native && !rule->fn) || (!at && !shape_fits(slot, u, src_ops))) continue;
+    if (!rule->pat->is_any && !dtype_ok(rule->pat, u)) continue;   /* what match() would reject first, without the call */
     PyObject *ret;
     if (apply_rule(rule, u, ctx, capp, &ret) < 0) break;
     if (!ret) continue;
@@ -514,14 +521,75 @@ static __attribute__((noinline)) PyObject *pm_rewrite_from(PatternMatcher *pm, U
   return result;
 }
 
+/* ---- the shape cache ---- */
+
+#define SHAPE_CACHE_MAX (1u << 16)   /* shapes kept per matcher; past it, new shapes scan (a fuzzer's graphs stay bounded) */
+
+static uint32_t shape_key(const UOp *u) {
+  uint32_t key = u->op | (uint32_t)u->nsrc << 7;
+  for (int k = 0; k < (int)u->nsrc; k++) key |= (uint32_t)u->src[k]->op << (9 + 7 * k);
+  return key + 1;   /* 0 marks an empty entry */
+}
+
+static ShapeRules *shape_slot(ShapeCache *c, uint32_t key) {
+  uint32_t mask = c->cap - 1, at = (key * 0x9E3779B1u) >> c->shift;   /* the product's top bits: Fibonacci hashing */
+  while (c->e[at].key && c->e[at].key != key) at = (at + 1) & mask;
+  return &c->e[at];
+}
+
+static int shape_cache_grow(ShapeCache *c) {
+  uint32_t cap = c->cap ? c->cap * 2 : 64, shift = c->cap ? c->shift - 1 : 26;   /* 2**(32 - shift) == cap */
+  ShapeRules *old = c->e, *e = PyMem_Calloc(cap, sizeof(ShapeRules));
+  if (!e) return -1;
+  ShapeCache bigger = {e, cap, c->len, shift};
+  for (uint32_t i = 0; i < c->cap; i++)
+    if (old[i].key) *shape_slot(&bigger, old[i].key) = old[i];
+  PyMem_Free(old);
+  *c = bigger;
+  return 0;
+}
+
+static void shape_cache_free(ShapeCache *c) {
+  for (uint32_t i = 0; i < c->cap; i++) PyMem_Free(c->e[i].at);
+  PyMem_Free(c->e);
+  *c = (ShapeCache){0};
+}
+
+/* the rules that may fire on nodes of u's shape (u has at most SHAPE_MAX_SRC sources), found on the first meeting;
+ * NULL when they cannot be kept (no memory, or the cache is full): then the caller scans, as without it */
+static const ShapeRules *shape_rules(PatternMatcher *pm, const UOp *u) {
+  ShapeCache *c = &pm->shapes;
+  uint32_t key = shape_key(u);
+  if (c->cap) {
+    ShapeRules *hit = shape_slot(c, key);
+    if (hit->key) return hit;
+  }
+  if (c->len >= SHAPE_CACHE_MAX || ((c->len + 1) * 4 > c->cap * 3 && shape_cache_grow(c) < 0)) return NULL;
+  int n = pm->n_by_op[u->op], found = 0;
+  uint16_t *at = PyMem_Malloc(sizeof(uint16_t) * (size_t)(n ? n : 1));
+  if (!at) return NULL;
+  OpSet src_ops = {{0, 0}};
+  for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
+  for (int i = 0; i < n; i++)
+    if (shape_fits(&pm->by_op[u->op][i], u, src_ops)) at[found++] = (uint16_t)i;
+  ShapeRules *e = shape_slot(c, key);
+  *e = (ShapeRules){key, (uint32_t)found, at};
+  c->len++;
+  return e;
+}
+
 PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {
   int n = pm->n_by_op[u->op];
   if (!n) return NULL;
   OpSet src_ops = {{0, 0}};
+  if (u->nsrc <= SHAPE_MAX_SRC && n <= UINT16_MAX) {
+    const ShapeRules *shape = shape_rules(pm, u);
+    if (shape) return shape->n ? try_rules(pm, u, ctx, require_uop, shape->at, (int)shape->n, 0, src_ops) : NULL;
+  }
   for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
   const RuleSlot *slots = pm->by_op[u->op];
   for (int i = 0; i < n; i++)
-    if (!early_rejected(&slots[i], src_ops)) return pm_rewrite_from(pm, u, ctx, require_uop, i, src_ops);
+    if (!early_rejected(&slots[i], src_ops)) return try_rules(pm, u, ctx, require_uop, NULL, n, i, src_ops);
   return NULL;
 }
 
@@ -703,6 +771,7 @@ static int PatternMatcher_clear(PatternMatcher *pm) {
   int n = pm->nrules;
   pm->nrules = 0, pm->root_bits = 0;
   for (int op = 0; op < OP_COUNT; op++) PyMem_Free(pm->by_op[op]), pm->by_op[op] = NULL, pm->n_by_op[op] = 0;
+  shape_cache_free(&pm->shapes);
   for (int i = 0; i < n; i++) if (pm->rules[i]) rule_unref(pm->rules[i]);
   PyMem_Free(pm->rules);
   pm->rules = NULL;

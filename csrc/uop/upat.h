@@ -68,12 +68,20 @@ typedef struct Rule {
  * rules that may fire reads one array. */
 typedef struct { OpSet early_reject; Rule *rule; } RuleSlot;
 
+/* The rules of a root op that may fire on a node of one shape (its op, its source count up to SHAPE_MAX_SRC and its
+ * sources' ops): those are what decide the early reject, the length checks and pos_ops, so the rules passing them are
+ * found once per shape and kept, as positions in the op's RuleSlot list, in rule order. */
+#define SHAPE_MAX_SRC 3
+typedef struct { uint32_t key; uint32_t n; uint16_t *at; } ShapeRules;   /* key 0: an empty entry */
+typedef struct { ShapeRules *e; uint32_t cap, len, shift; } ShapeCache;   /* open addressing, cap a power of two */
+
 typedef struct PatternMatcher {
   PyObject_HEAD
   Rule **rules;              /* shared, reference counted through `owners` */
   int nrules;
   RuleSlot *by_op[OP_COUNT]; /* the rules per root op, in rule order */
   int n_by_op[OP_COUNT];
+  ShapeCache shapes;         /* filled as shapes are met */
   uint32_t root_bits;        /* op_bit of every op some rule matches at the root: none below a node, nothing to do there */
   bool all_native;           /* every rule is C: none has state of its own that the order of the calls could show */
   PyObject *patterns;        /* list of (UPat, callable-or-None), built on request */

@@ -21,7 +21,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-static PyObject *str_empty, *str_space, *str_underscore, *str_comma, *str_comma_space, *str_newline, *str_indent, *str_float4;
+static PyObject *str_empty, *str_space, *str_underscore, *str_comma, *str_comma_space, *str_newline, *str_float4;
 
 /* a rule's text result, handed to the pool */
 #define TEXT(expr) ((UOp *)pool_keep(expr))
@@ -1009,6 +1009,15 @@ static PyObject *declaration(RenderState *st, UOp *u, PyObject *name, PyObject *
 }
 
 /* one node of the loop body */
+/* "  "*depth + l in one new string: pooled */
+static PyObject *indented(PyObject *l, int depth) {
+  if (depth <= 0) return l;
+  Py_ssize_t pad = 2 * (Py_ssize_t)depth, n = PyUnicode_GET_LENGTH(l);
+  PyObject *line = pool_keep(PyUnicode_New(pad + n, PyUnicode_MAX_CHAR_VALUE(l)));
+  if (!line || PyUnicode_Fill(line, 0, pad, ' ') < 0 || PyUnicode_CopyCharacters(line, pad, l, 0, n) < 0) return NULL;
+  return line;
+}
+
 static int render_uop(RenderState *st, UOp *u) {
   Op op = (Op)u->op;
   if (op == OP_NOOP || op == OP_GROUP) return 0;
@@ -1037,8 +1046,7 @@ static int render_uop(RenderState *st, UOp *u) {
   } else {
     if (op != OP_RANGE && op != OP_DEFINE_LOCAL && op != OP_STORE && op != OP_DEFINE_REG && u->dtype != DTYPE(VOID))
       l = declaration(st, u, name, l);
-    PyObject *indent = l ? pool_keep(PySequence_Repeat(str_indent, st->depth > 0 ? st->depth : 0)) : NULL;
-    PyObject *line = indent ? pool_keep(PyUnicode_Concat(indent, l)) : NULL;
+    PyObject *line = l ? indented(l, st->depth) : NULL;
     if (!line || PyList_Append(st->kernel, line) < 0) return -1;
     if (prefix >= 0) st->counters[prefix]++;
   }
@@ -1069,7 +1077,6 @@ static PyObject *uop_sequence(PyObject *uops) {
   return seq;
 }
 
-/* _render(uops) -> (function name, kernel lines, [(arg name, (dtype, mutable)), ...]) */
 /* _render(uops) -> (function name, kernel lines, [(arg name, (dtype, mutable)), ...]) with settings s: a new reference */
 static PyObject *render_lines(CStyleObject *self, CStyleSettings *s, PyObject *uops_in) {
   PyObject *uops = uop_sequence(uops_in);
@@ -1743,7 +1750,7 @@ static int init_names(void) {
   return overridable && (str_empty = PyUnicode_FromString("")) && (str_space = PyUnicode_FromString(" ")) &&
     (str_underscore = PyUnicode_FromString("_")) && (str_comma = PyUnicode_FromString(",")) &&
     (str_comma_space = PyUnicode_FromString(", ")) && (str_newline = PyUnicode_FromString("\n")) &&
-    (str_indent = PyUnicode_FromString("  ")) && (str_float4 = PyUnicode_FromString("float4")) ? 0 : -1;
+    (str_float4 = PyUnicode_FromString("float4")) ? 0 : -1;
 }
 
 /* every native type's class settings, read from a bare instance */

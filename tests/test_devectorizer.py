@@ -101,3 +101,22 @@ def test_no_vectorized_wmma_and_accumulate():
     assert from_tinygrad(tg_graph_rewrite(tg, tg_dev.devectorize)) is _C.graph_rewrite(tc, RULES["devectorize"], ctx=tinyc.ClangRenderer())
     assert from_tinygrad(tg_graph_rewrite(tg, tg_dev.pm_reduce, ctx=tg_dev.ReduceContext())) is \
       _C.graph_rewrite(tc, RULES["pm_reduce"], ctx=_C.ReduceContext())
+
+def expanded_index(ns, lanes):
+  """VECTORIZE of pointer INDEXes into one buffer, as expand_index makes them: lanes are (root variable or None, offset)"""
+  buf = ns.UOp(ns.Ops.DEFINE_GLOBAL, ns.dtypes.float.ptr(64), arg=0)
+  roots = {name: ns.UOp.variable(name, 0, 16) for name in "ab"}
+  def idx(root, off): return ns.UOp.const(ns.dtypes.index, off) if root is None else roots[root] + off
+  return ns.UOp(ns.Ops.VECTORIZE, buf.dtype, tuple(buf.index(idx(r, o), ptr=True) for r, o in lanes))
+
+def test_fold_expanded_index_groups_offsets_as_tinygrad():
+  """runs of consecutive offsets per root become vector pointers: offsets shuffled, repeated, with gaps, negative, under
+  two roots and none, and past C's integers (2**63: the grouping done on Python numbers)"""
+  big = 2**63
+  cases = [[("a", o) for o in (0, 1, 2, 3)], [("a", o) for o in (5, 3, 4, 4, 9, 0, 1, 10)],
+           [("a", 0), ("b", 0), ("a", 1), ("b", 2), ("a", 2), ("b", 1)], [(None, o) for o in (7, 8, 6, 8)],
+           [("a", o) for o in (-3, -1, -2, 4)], [("a", big + 1), ("a", big), ("a", big + 2), ("a", 3), ("b", 2**62 + 1)]]
+  for lanes in cases:
+    tg, tc = expanded_index(TG, lanes), expanded_index(TC, lanes)
+    out = _C.graph_rewrite(tc, RULES["load_store_folding"])
+    assert out is not tc and from_tinygrad(tg_graph_rewrite(tg, tg_dev.load_store_folding)) is out

@@ -171,6 +171,75 @@ static int emit_runs(UOp *midx, PyObject *offs, UList *ret, PyObject *idxs, long
   return 0;
 }
 
+/* ---- the same grouping on C integers: every offset a small int, as in practice ---- */
+
+typedef struct { UOp *valid; const void *root; long long off; int lane, group; } Lane;
+static const char ROOT_INVALID, ROOT_CONST;   /* the roots "INVALID" and "CONST", as markers no node can be */
+
+/* one lane as C values: 1, 0 when its offset is no int within +-2**62 (the Python numbers' path), -1 on error */
+static int lane_in_c(UOp *lane, int i, Lane *l) {
+  UOp *idx = u_get_idx(lane->src[1]), *valid = u_get_valid(lane->src[1]);
+  if (!idx || !valid) return -1;
+  PyObject *off = NULL;
+  const void *root = idx;
+  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST) root = idx->src[0], off = idx->src[1]->arg;
+  else if (idx->op == OP_ADD && idx->src[0]->op == OP_CONST) root = idx->src[1], off = idx->src[0]->arg;
+  else if (idx->op == OP_CONST && idx->arg == Invalid) root = &ROOT_INVALID;
+  else if (idx->op == OP_CONST) root = &ROOT_CONST, off = idx->arg;
+  long long v = 0;
+  if (off) {
+    int overflow = 0;
+    if (!PyLong_CheckExact(off) || ((v = PyLong_AsLongLongAndOverflow(off, &overflow)) == -1 && PyErr_Occurred())) return -1;
+    if (overflow || v > (1LL << 62) || v < -(1LL << 62)) return 0;
+  }
+  *l = (Lane){valid, root, v, i, 0};
+  return 1;
+}
+
+/* by group (first seen first), then offset, then lane: the order the Python dicts and sorted() give */
+static int lane_order(const void *a, const void *b) {
+  const Lane *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  if (x->off != y->off) return x->off < y->off ? -1 : 1;
+  return (x->lane > y->lane) - (x->lane < y->lane);
+}
+
+/* fold_expanded_index's pointers and lane places on C integers: 1 with *out, 0 when an offset needs Python numbers,
+ * -1 on error */
+static int fold_lanes_in_c(UOp *midx, UList *ret, PyObject *idxs, long *global_offset) {
+  int n = (int)midx->nsrc, groups = 0, rc = -1;
+  Lane *lanes = PyMem_Malloc(sizeof(Lane) * (size_t)n);
+  if (!lanes) { PyErr_NoMemory(); return -1; }
+  for (int i = 0; i < n; i++) {
+    int r = lane_in_c(midx->src[i], i, &lanes[i]);
+    if (r <= 0) { rc = r; goto end; }
+    int g = 0;
+    while (g < i && (lanes[g].valid != lanes[i].valid || lanes[g].root != lanes[i].root)) g++;
+    lanes[i].group = g < i ? lanes[g].group : groups++;
+  }
+  qsort(lanes, (size_t)n, sizeof(Lane), lane_order);
+  DType *bufdt = midx->src[0]->src[0]->dtype;
+  for (int lo = 0; lo < n;) {   /* a run: one group's offsets, each one more than the last; its lanes get their places */
+    int hi = lo + 1, width = 1;
+    for (; hi < n && lanes[hi].group == lanes[lo].group && lanes[hi].off - lanes[hi - 1].off <= 1; hi++)
+      width += lanes[hi].off != lanes[hi - 1].off;
+    UOp *lidx = midx->src[lanes[lo].lane];
+    if (width > 1) lidx = u_cast(lidx, vec_ptr_like(bufdt, width));
+    for (int k = lo; k < hi; k++) {
+      PyObject *pos = PyLong_FromLong(*global_offset + (long)(lanes[k].off - lanes[lo].off));
+      if (!pos) goto end;
+      PyTuple_SET_ITEM(idxs, lanes[k].lane, pos);
+    }
+    *global_offset += width;
+    if (ulist_push(ret, lidx) < 0) goto end;
+    lo = hi;
+  }
+  rc = 1;
+end:
+  PyMem_Free(lanes);
+  return rc;
+}
+
 /* a VECTORIZE of pointer INDEXes into one buffer: group consecutive offsets into vector pointers, PTRCAT, GEP */
 RULE(fold_expanded_index, midx) {
   /* every lane is read as INDEX(buf, idx): a lane with fewer sources is tinygrad's IndexError, not a read past them */
@@ -181,14 +250,19 @@ RULE(fold_expanded_index, midx) {
   for (int i = 0; i < (int)midx->nsrc; i++) {
     if (midx->src[i]->src[0] != buf || !midx->src[i]->dtype->is_ptr) return NULL;
   }
-  PyObject *groups = lanes_by_root(midx), *offs, *key;
   PyObject *idxs = pool_keep(PyTuple_New(midx->nsrc));
-  if (!groups || !idxs) return NULL;
+  if (!idxs) return NULL;
   UList ret = {0};
   long global_offset = 0;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(groups, &pos, &key, &offs)) {
-    if (emit_runs(midx, offs, &ret, idxs, &global_offset) < 0) goto end;
+  int in_c = fold_lanes_in_c(midx, &ret, idxs, &global_offset);
+  if (in_c < 0) goto end;
+  if (!in_c) {   /* an offset past C integers: the same steps on Python numbers */
+    PyObject *groups = lanes_by_root(midx), *offs, *key;
+    Py_ssize_t pos = 0;
+    if (!groups) goto end;
+    while (PyDict_Next(groups, &pos, &key, &offs)) {
+      if (emit_runs(midx, offs, &ret, idxs, &global_offset) < 0) goto end;
+    }
   }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(idxs); i++) {
     if (!PyTuple_GET_ITEM(idxs, i)) { PyErr_SetString(PyExc_AssertionError, "some idxs are missing"); goto end; }

@@ -525,6 +525,7 @@ static __attribute__((noinline)) PyObject *try_rules(PatternMatcher *pm, UOp *u,
 
 #define SHAPE_CACHE_MAX (1u << 16)   /* shapes kept per matcher; past it, new shapes scan (a fuzzer's graphs stay bounded) */
 
+_Static_assert(9 + 7 * SHAPE_MAX_SRC <= 31, "a shape (7-bit op, 2-bit count, 7 bits per source op) fits a key below 2**31");
 static uint32_t shape_key(const UOp *u) {
   uint32_t key = u->op | (uint32_t)u->nsrc << 7;
   for (int k = 0; k < (int)u->nsrc; k++) key |= (uint32_t)u->src[k]->op << (9 + 7 * k);
@@ -581,11 +582,11 @@ static const ShapeRules *shape_rules(PatternMatcher *pm, const UOp *u) {
 PyObject *pm_rewrite(PatternMatcher *pm, UOp *u, PyObject *ctx, bool require_uop) {
   int n = pm->n_by_op[u->op];
   if (!n) return NULL;
-  OpSet src_ops = {{0, 0}};
   if (u->nsrc <= SHAPE_MAX_SRC && n <= UINT16_MAX) {
     const ShapeRules *shape = shape_rules(pm, u);
-    if (shape) return shape->n ? try_rules(pm, u, ctx, require_uop, shape->at, (int)shape->n, 0, src_ops) : NULL;
+    if (shape) return shape->n ? try_rules(pm, u, ctx, require_uop, shape->at, (int)shape->n, 0, (OpSet){{0, 0}}) : NULL;
   }
+  OpSet src_ops = {{0, 0}};
   for (int i = 0; i < u->nsrc; i++) opset_add(&src_ops, u->src[i]->op);
   const RuleSlot *slots = pm->by_op[u->op];
   for (int i = 0; i < n; i++)

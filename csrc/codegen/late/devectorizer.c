@@ -204,8 +204,8 @@ static int lane_order(const void *a, const void *b) {
   return (x->lane > y->lane) - (x->lane < y->lane);
 }
 
-/* fold_expanded_index's pointers and lane places on C integers: 1 with *out, 0 when an offset needs Python numbers,
- * -1 on error */
+/* fold_expanded_index's pointers (pushed on ret) and lanes' places (set in idxs) on C integers: 1 done, 0 when an
+ * offset needs Python numbers (nothing done yet), -1 on error */
 static int fold_lanes_in_c(UOp *midx, UList *ret, PyObject *idxs, long *global_offset) {
   int n = (int)midx->nsrc, groups = 0, rc = -1;
   Lane *lanes = PyMem_Malloc(sizeof(Lane) * (size_t)n);

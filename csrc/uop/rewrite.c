@@ -41,9 +41,9 @@ static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) & (d->cap 
  * matcher's cached answer, whether it was queued. The entries sit in one array; a node finds its entry
  * through its own scratch fields (rw_id: which rewrite, rw_idx: where), with no hashing. The fields are narrow (a
  * node stays small): ids are reused, never two running rewrites' at once, and an entry past rw_idx's reach, like a
- * node whose fields a stale id left, is told apart by naming its node. A rewrite run
- * from inside a rule (nested) overwrites those fields of the nodes it meets, so it notes the old values
- * and puts them back when it ends; an entry is trusted only when it names the node.
+ * node whose fields a stale id left, is told apart by naming its node. A rewrite run from inside a rule (nested)
+ * overwrites those fields of the nodes it meets, so it notes the old values and puts them back when it ends; an entry
+ * is trusted only when it names the node.
  * Rewrites of other threads interleave with this one (a Python rule gives up the GIL), and they share the
  * nodes, so a node whose fields belong to another thread's running rewrite is left alone: its entry is found
  * through the side map instead. */

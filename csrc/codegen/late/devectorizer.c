@@ -102,17 +102,30 @@ RULE_MAYBE(expand_index, (vec), buf) {
   return r;
 }
 
-/* the grouping key and offset of one lane's index: (valid, root) and the constant added to root */
+static const char ROOT_INVALID, ROOT_CONST;   /* tinygrad's roots "INVALID" and "CONST", as markers no node can be */
+
+/* one lane's index as fold_expanded_index splits it: its valid, its root (a node or a marker) and the constant added
+ * to the root (borrowed; NULL for 0). 0, or -1 on error. */
+static int lane_parts(UOp *lane, UOp **valid, const void **root, PyObject **off) {
+  UOp *idx = u_get_idx(lane->src[1]);
+  if (!idx || !(*valid = u_get_valid(lane->src[1]))) return -1;
+  *root = idx, *off = NULL;
+  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST) *root = idx->src[0], *off = idx->src[1]->arg;
+  else if (idx->op == OP_ADD && idx->src[0]->op == OP_CONST) *root = idx->src[1], *off = idx->src[0]->arg;
+  else if (idx->op == OP_CONST && idx->arg == Invalid) *root = &ROOT_INVALID;
+  else if (idx->op == OP_CONST) *root = &ROOT_CONST, *off = idx->arg;
+  return 0;
+}
+
+/* the grouping key and offset of one lane's index as Python values: (valid, root) and the constant added to root */
 static int lane_key(UOp *lane, PyObject **key, PyObject **off) {
-  UOp *idx = u_get_idx(lane->src[1]), *valid = u_get_valid(lane->src[1]);
-  if (!idx || !valid) return -1;
-  PyObject *root;
-  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST) root = (PyObject *)idx->src[0], *off = idx->src[1]->arg;
-  else if (idx->op == OP_ADD && idx->src[0]->op == OP_CONST) root = (PyObject *)idx->src[1], *off = idx->src[0]->arg;
-  else if (idx->op == OP_CONST && idx->arg == Invalid) root = pool_keep(PyUnicode_FromString("INVALID")), *off = n_int(0);
-  else if (idx->op == OP_CONST) root = pool_keep(PyUnicode_FromString("CONST")), *off = idx->arg;
-  else root = (PyObject *)idx, *off = n_int(0);
-  *key = root && *off ? pool_keep(PyTuple_Pack(2, (PyObject *)valid, root)) : NULL;
+  UOp *valid;
+  const void *root;
+  if (lane_parts(lane, &valid, &root, off) < 0) return -1;
+  PyObject *r = root == &ROOT_INVALID ? pool_keep(PyUnicode_FromString("INVALID"))
+              : root == &ROOT_CONST ? pool_keep(PyUnicode_FromString("CONST")) : (PyObject *)root;
+  if (!*off) *off = n_int(0);
+  *key = r && *off ? pool_keep(PyTuple_Pack(2, (PyObject *)valid, r)) : NULL;
   return *key ? 0 : -1;
 }
 
@@ -174,18 +187,13 @@ static int emit_runs(UOp *midx, PyObject *offs, UList *ret, PyObject *idxs, long
 /* ---- the same grouping on C integers: every offset a small int, as in practice ---- */
 
 typedef struct { UOp *valid; const void *root; long long off; int lane, group; } Lane;
-static const char ROOT_INVALID, ROOT_CONST;   /* the roots "INVALID" and "CONST", as markers no node can be */
 
 /* one lane as C values: 1, 0 when its offset is no int within +-2**62 (the Python numbers' path), -1 on error */
 static int lane_in_c(UOp *lane, int i, Lane *l) {
-  UOp *idx = u_get_idx(lane->src[1]), *valid = u_get_valid(lane->src[1]);
-  if (!idx || !valid) return -1;
-  PyObject *off = NULL;
-  const void *root = idx;
-  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST) root = idx->src[0], off = idx->src[1]->arg;
-  else if (idx->op == OP_ADD && idx->src[0]->op == OP_CONST) root = idx->src[1], off = idx->src[0]->arg;
-  else if (idx->op == OP_CONST && idx->arg == Invalid) root = &ROOT_INVALID;
-  else if (idx->op == OP_CONST) root = &ROOT_CONST, off = idx->arg;
+  UOp *valid;
+  const void *root;
+  PyObject *off;
+  if (lane_parts(lane, &valid, &root, &off) < 0) return -1;
   long long v = 0;
   if (off) {
     int overflow = 0;

@@ -193,9 +193,9 @@ static bool plain_arg(PyObject *o) {
   return false;
 }
 
-/* head order for ranking: ORD_*, or -1 when the heads cannot be ranked (no exception left set) */
+/* head order for ranking (both args plain: rank_heads ranks only those): ORD_*, or -1 when the heads cannot be
+ * ranked (no exception left set) */
 static int rank_head_order(UOp *a, UOp *b) {
-  if (a->op == b->op && a->arg != b->arg && (!plain_arg(a->arg) || !plain_arg(b->arg))) return -1;
   int r = uop_head_order(a, b);
   if (r < 0) PyErr_Clear();
   return r;
@@ -247,13 +247,9 @@ static Py_ssize_t distinct_heads(Graph *g, Py_ssize_t *distinct, uint32_t *first
   return nd;
 }
 
-/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked, -1 on error. idx and tmp hold n + 1.
- * *specials: how many heads stay out of the ranking (TOK_SPECIAL tokens). */
-static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head, uint32_t *specials) {
-  Py_ssize_t nd = distinct_heads(g, idx, head), n = 0;   /* idx: the distinct heads' positions; head: each position's first, for now */
-  if (nd < 0) return -1;
-  for (Py_ssize_t k = 0; k < nd; k++)   /* the ranked heads, in position order */
-    if (plain_arg(g->nodes[idx[k]]->arg)) idx[n++] = idx[k];
+/* the tokens of the n plain heads at positions idx, put in tmp[k] for the k-th once idx is sorted by head: 0, or 1 when
+ * the heads cannot be ranked. tmp holds n + 1. */
+static int class_tokens(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, Py_ssize_t n) {
   if (sort_by_head(g->nodes, idx, tmp, n) < 0) return 1;
   uint32_t cls = 0;
   Py_ssize_t start = 0;   /* where the current class begins in idx */
@@ -288,15 +284,28 @@ static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head
     if (group >= (1u << TOK_GROUP_BITS)) return 1;
     tmp[k] = cls << TOK_GROUP_BITS | group;   /* the token of the k-th distinct head (tmp is free after the sort) */
   }
+  return 0;
+}
+
+/* head tokens by position: 0 when ranked, 1 when the heads cannot be ranked, -1 on error. idx and tmp hold n + 1.
+ * *specials: how many heads stay out of the ranking (TOK_SPECIAL tokens). */
+static int rank_heads(Graph *g, Py_ssize_t *idx, Py_ssize_t *tmp, uint32_t *head, uint32_t *specials) {
+  Py_ssize_t nd = distinct_heads(g, idx, head), n = 0;   /* idx: the distinct heads' positions; head: each position's first, for now */
+  if (nd < 0) return -1;
   Py_ssize_t *token_of = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)g->n + 1));   /* first position -> its token */
   if (!token_of) { PyErr_NoMemory(); return -1; }
-  for (Py_ssize_t k = 0; k < n; k++) token_of[idx[k]] = tmp[k];
   *specials = 0;
-  for (Py_ssize_t i = 0; i < g->n; i++)
-    if (head[i] == (uint32_t)i && !plain_arg(g->nodes[i]->arg)) token_of[i] = TOK_SPECIAL | (*specials)++;
-  for (Py_ssize_t i = 0; i < g->n; i++) head[i] = (uint32_t)token_of[head[i]];
+  for (Py_ssize_t k = 0; k < nd; k++) {   /* the ranked heads stay in idx, in position order; the others get their own token */
+    if (plain_arg(g->nodes[idx[k]]->arg)) idx[n++] = idx[k];
+    else token_of[idx[k]] = TOK_SPECIAL | (*specials)++;
+  }
+  int rc = class_tokens(g, idx, tmp, n);
+  if (rc == 0) {
+    for (Py_ssize_t k = 0; k < n; k++) token_of[idx[k]] = tmp[k];
+    for (Py_ssize_t i = 0; i < g->n; i++) head[i] = (uint32_t)token_of[head[i]];
+  }
   PyMem_Free(token_of);
-  return 0;
+  return rc;
 }
 
 /* the token prefixes of every node; 0 with t->tok NULL when the heads cannot be ranked, -1 on error */

@@ -470,6 +470,19 @@ static bool early_rejected(const RuleSlot *slot, OpSet src_ops) {
   return (slot->early_reject.bits[0] & ~src_ops.bits[0]) || (slot->early_reject.bits[1] & ~src_ops.bits[1]);
 }
 
+/* some order of a commutative pattern's sources whose ops the node's sources have (match() pairs them the same way) */
+static bool permutation_fits(const Rule *rule, const UOp *u) {
+  const UPat *p = rule->pat;
+  int n = u->nsrc < p->nsrc ? u->nsrc : p->nsrc;
+  for (int row = 0; row < p->nperms; row++) {
+    const uint8_t *perm = p->perms + row * p->nsrc;
+    int k = 0;
+    while (k < n && opset_has(rule->pos_ops[perm[k]], u->src[k]->op)) k++;
+    if (k == n) return true;
+  }
+  return false;
+}
+
 /* what pm_rewrite checks before match(), from the rule's slot alone: whether it may fire on u (the early reject, the
  * lengths, the ops of the first sources); the dtype is checked apart, as the shape does not decide it */
 static bool shape_fits(const RuleSlot *slot, const UOp *u, OpSet src_ops) {
@@ -478,6 +491,7 @@ static bool shape_fits(const RuleSlot *slot, const UOp *u, OpSet src_ops) {
   const UPat *p = rule->pat;
   if (p->is_any) return true;
   if (u->nsrc < p->required_len || (p->strict_length && u->nsrc != p->required_len)) return false;
+  if (rule->pos_permuted) return permutation_fits(rule, u);
   for (int k = 0; k < rule->npos && k < (int)u->nsrc; k++)
     if (!opset_has(rule->pos_ops[k], u->src[k]->op)) return false;
   return true;
@@ -659,9 +673,12 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
   }
   memcpy(r->names, names, sizeof(int) * (size_t)n);
   r->nnames = n;
-  /* sources in fixed positions (not permuted, not repeated) with known ops: a node whose source at such a
-   * position has another op cannot match, whatever the rest of the pattern says */
-  if (!pat->is_any && pat->src_kind == SRC_TUPLE) {
+  /* sources with known ops, in fixed positions (not repeated): a node whose source at such a position has another op
+   * cannot match, whatever the rest of the pattern says; for a commutative pattern (up to 4 sources), in none of its
+   * orders */
+  bool permuted = pat->src_kind == SRC_PERMUTE && pat->nsrc <= 4;
+  if (!pat->is_any && (pat->src_kind == SRC_TUPLE || permuted)) {
+    r->pos_permuted = permuted;
     for (int i = 0; i < pat->nsrc && i < 4; i++) {
       UPat *sp = pat->src[i];
       OpSet set = {{0, 0}};

@@ -60,8 +60,9 @@ typedef struct Rule {
   bool form_checked;         /* a native rule that checks the form of what it reads itself (see pm_set_form_checked) */
   int nnames;                /* the capture slots named anywhere in the pattern */
   int *names;
-  int npos;                  /* a quick reject before matching: the ops the first npos sources may have */
+  int npos;                  /* a quick reject before matching: the ops the first npos sources may have, */
   OpSet pos_ops[4];
+  bool pos_permuted;         /* or, for a commutative pattern, the ops of its npos sources in one of its orders */
 } Rule;
 
 /* A rule as its root op's dispatch list holds it: the early-reject set beside the rule, so scanning the list for the

@@ -295,3 +295,54 @@ def test_repeated_rewrites_leave_memory_flat():
   for _ in range(5): round_()
   gc.collect()
   assert _C._intern_count() == base
+
+# ---- substitute ----
+
+def substitution_map(rng, t):
+  """a tinygrad substitution map for graph t with no loop, or None: keys from t, each mapped to a later key (a chain) or
+  to a fresh expression (sharing t's leaves, holding no key); and, for a node whose source is replaced, its rebuilt
+  form mapped on"""
+  nodes = list(t.toposort())
+  keys = rng.sample(nodes, rng.randint(1, min(6, len(nodes))))
+  fresh = lambda: random_expr(rng, TG, rng.randint(0, 3))
+  tmap = {}
+  for i, k in enumerate(keys):
+    later = keys[i + 1:]
+    tmap[k] = rng.choice(later) if later and rng.random() < 0.4 else fresh()
+  def end(u, seen=()):
+    while u in tmap and u not in seen: u, seen = tmap[u], seen + (u,)
+    return u
+  if any(end(k) in tmap for k in tmap): return None   # a fresh expression that is a key closed a chain into a loop
+  parents = [p for p in nodes if p.src and p.src[0] in tmap and p not in tmap]
+  if parents and rng.random() < 0.5:   # a rebuilt node that is a key itself
+    p = rng.choice(parents)
+    tmap[p.replace(src=(end(p.src[0]),) + p.src[1:])] = fresh()
+  if any(k in v.toposort() for v in tmap.values() if v not in tmap for k in tmap): return None   # it might loop
+  return tmap
+
+def test_substitute_answers_as_tinygrad():
+  """substitute (a walk in C) answers tinygrad's bottom-up _substitute rewrite: fresh values, chains of keys, rebuilt
+  nodes that are keys; nothing it made outlives the answer"""
+  rng, done = random.Random(7), 0
+  live = _C._intern_count()
+  for seed in range(400):
+    t, c = both(seed, 4)
+    tmap = substitution_map(rng, t)
+    if tmap is None: continue
+    cmap = {from_tinygrad(k): from_tinygrad(v) for k, v in tmap.items()}
+    assert from_tinygrad(t.substitute(tmap)) is c.substitute(cmap), (seed, tmap)
+    done += 1
+  assert done > 150
+  del t, c, tmap, cmap
+  gc.collect()
+  assert _C._intern_count() == live
+
+def test_substitute_loops_and_bad_values_raise():
+  x, y = TC.UOp.variable("x", 0, 9), TC.UOp.variable("y", 0, 9)
+  with pytest.raises(RuntimeError, match="infinite loop in fixed_point_rewrite"): (x + y).substitute({x: y, y: x})
+  with pytest.raises(RuntimeError, match="infinite loop in fixed_point_rewrite"):   # as tinygrad
+    tx, ty = TG.UOp.variable("x", 0, 9), TG.UOp.variable("y", 0, 9)
+    (tx + ty).substitute({tx: ty, ty: tx})
+  with pytest.raises(RuntimeError, match="loop"): (x + 1).substitute({x: x * 2})   # tinygrad never returns here
+  with pytest.raises(TypeError, match="must be UOps"): (x + 1).substitute({x: 3})
+  assert (x + 1).substitute({y: x}) is x + 1

@@ -1,6 +1,7 @@
 /* tinygrad/uop/ops.py, "uop evaluation" and the helpers around it that need the rewrite engine:
  * simplify, ssimplify, substitute, render, resolve, smax/smin, and the `_substitute` rule set. */
 #include "native.h"
+#include "../helpers.h"
 
 /* ---- _substitute: every node found in ctx (a dict) becomes its value ---- */
 
@@ -45,6 +46,106 @@ PyObject *uop_ssimplify(UOp *self) {
 }
 static PyObject *UOp_ssimplify(UOp *self, PyObject *unused) { UNUSED(unused); return uop_ssimplify(self); }
 
+/* ---- substitute without extra rules: _substitute's bottom-up rewrite as a direct walk ----
+ * graph_rewrite(x, _substitute, map, bottom_up=True) answers, for each node n: m = the end of n's chain through the map
+ * (n, map[n], map[map[n]], ...; a node met twice is tinygrad's "infinite loop in fixed_point_rewrite"); m itself when
+ * every source of m answers itself, else the answer for m rebuilt on its sources' answers. The rule is a dict lookup,
+ * with no effect and no order to keep, so the walk computes that recursion directly: no matching, no rewrite engine. */
+
+#define SUBSTITUTE_STACK_LIMIT 250000   /* graph_rewrite's REWRITE_STACK_LIMIT */
+#define IN_PROGRESS ((void *)&in_progress_marker)
+static char in_progress_marker;
+
+typedef struct { UOp *n, *m, *y; int stage; } SubFrame;
+typedef struct { PyObject *map; PtrMap answer; PtrVec keep; SubFrame *stack; Py_ssize_t len, cap; } SubWalk;
+
+/* the end of u's chain through the map: a borrowed node, kept by the walk */
+static UOp *chain_end(SubWalk *w, UOp *u) {
+  UOp *seen[8];
+  PtrMap more = {0};
+  int nseen = 0;
+  UOp *ret = NULL;
+  for (;;) {
+    bool again = ptrmap_has(&more, u);
+    for (int i = 0; i < nseen && !again; i++) again = seen[i] == u;
+    if (again) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); break; }
+    if (nseen < 8) seen[nseen++] = u;
+    else if (ptrmap_set(&more, u, u) < 0) break;
+    PyObject *v = PyDict_GetItemWithError(w->map, (PyObject *)u);
+    if (!v) { ret = PyErr_Occurred() ? NULL : u; break; }
+    if (!UOp_Check(v)) { PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name); break; }
+    if (v == (PyObject *)u) { ret = u; break; }   /* a rule answering its node fires not */
+    if (ptrvec_push(&w->keep, Py_NewRef(v)) < 0) { Py_DECREF(v); break; }
+    u = (UOp *)v;
+  }
+  ptrmap_free(&more);
+  return ret;
+}
+
+static int sub_push(SubWalk *w, UOp *n) {
+  if (w->len >= SUBSTITUTE_STACK_LIMIT) {
+    PyErr_SetString(PyExc_RuntimeError, "infinite loop in graph_rewrite (stack too big)");
+    return -1;
+  }
+  if (w->len == w->cap) {
+    Py_ssize_t cap = w->cap ? w->cap * 2 : 64;
+    SubFrame *more = PyMem_Realloc(w->stack, (size_t)cap * sizeof(SubFrame));
+    if (!more) { PyErr_NoMemory(); return -1; }
+    w->stack = more, w->cap = cap;
+  }
+  w->stack[w->len++] = (SubFrame){n, NULL, NULL, 0};
+  return 0;
+}
+
+/* one step of the frame on top: 0 or -1 */
+static int sub_step(SubWalk *w) {
+  SubFrame *f = &w->stack[w->len - 1];
+  void *known = ptrmap_get(&w->answer, f->n);
+  if (f->stage == 0) {
+    if (known == IN_PROGRESS) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); return -1; }
+    if (known) { w->len--; return 0; }
+    if (ptrmap_set(&w->answer, f->n, IN_PROGRESS) < 0 || !(f->m = chain_end(w, f->n))) return -1;
+    f->stage = 1;
+    UOp *m = f->m;
+    for (int i = m->nsrc - 1; i >= 0; i--)
+      if (!ptrmap_get(&w->answer, m->src[i]) && sub_push(w, m->src[i]) < 0) return -1;
+    return 0;
+  }
+  if (f->stage == 1) {
+    UOp *m = f->m, *small[8], **src = m->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * m->nsrc);
+    if (!src) { PyErr_NoMemory(); return -1; }
+    bool changed = false;
+    for (int i = 0; i < m->nsrc; i++) {
+      src[i] = ptrmap_get(&w->answer, m->src[i]);
+      if (src[i] == IN_PROGRESS || !src[i]) {   /* a source waiting on this node: the map made a loop */
+        if (src != small) PyMem_Free(src);
+        PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)");
+        return -1;
+      }
+      changed |= src[i] != m->src[i];
+    }
+    UOp *y = changed ? uop_new(m->op, m->dtype, src, m->nsrc, m->arg, uop_tag(m)) : NULL;
+    if (src != small) PyMem_Free(src);
+    if (!changed) { w->len--; return ptrmap_set(&w->answer, f->n, m); }
+    if (!y || ptrvec_push(&w->keep, y) < 0) { Py_XDECREF(y); return -1; }
+    f->y = y, f->stage = 2;
+    return sub_push(w, y);   /* the rebuilt node is answered as any other (it may be in the map itself) */
+  }
+  void *done = ptrmap_get(&w->answer, f->y);
+  w->len--;
+  return ptrmap_set(&w->answer, f->n, done);
+}
+
+static UOp *substitute_walk(UOp *root, PyObject *map) {
+  SubWalk w = {map, {0}, {0}, NULL, 0, 0};
+  int rc = sub_push(&w, root);
+  while (rc == 0 && w.len) rc = sub_step(&w);
+  UOp *ret = rc == 0 ? (UOp *)Py_XNewRef(ptrmap_get(&w.answer, root)) : NULL;
+  for (Py_ssize_t i = 0; i < w.keep.len; i++) Py_DECREF((PyObject *)w.keep.items[i]);
+  ptrvec_free(&w.keep); ptrmap_free(&w.answer); PyMem_Free(w.stack);
+  return ret;
+}
+
 /* a bottom-up rewrite with the map as ctx, by _substitute after extra (NULL: none) */
 static UOp *substitute_with(UOp *self, PyObject *dvars, PatternMatcher *extra) {
   PyObject *changed = PyDict_New(), *k, *v;
@@ -55,6 +156,7 @@ static UOp *substitute_with(UOp *self, PyObject *dvars, PatternMatcher *extra) {
   UOp *ret = NULL;
   PatternMatcher *sub = rule_set("_substitute"), *pm = NULL;
   if (!PyDict_GET_SIZE(changed)) ret = (UOp *)Py_NewRef(self);
+  else if (!extra) ret = substitute_walk(self, changed);
   else if (sub && (pm = extra ? pm_concat(extra, sub) : (PatternMatcher *)Py_NewRef(sub))) ret = graph_rewrite(self, pm, changed, true, NULL);
   Py_XDECREF(pm);
   Py_DECREF(changed);

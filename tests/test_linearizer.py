@@ -171,6 +171,26 @@ def test_cfg_edges_and_add_control_flow():
   print(f"\nCFGContext edges + pm_add_control_flow identity: {sum(ok)}/{len(ok)}, {with_edges} kernels with 2+ edges")
   assert with_edges >= 1 and all(ok)
 
+def cfg_outcome(make_edges):
+  try: return "edges", list(make_edges().items())
+  except AssertionError: return "assert", None
+
+@pytest.mark.parametrize("reads_other_range", [False, True])
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_cfg_edges_of_sibling_loops(order, reads_other_range):
+  """two loops closed by the SINK, the first storing a value that may read the second's range: tinygrad asserts when the
+  loop put first already depends on the range of the one it would have to follow; tinyc answers the same (edges or the
+  AssertionError), reading the ranges below a node from its deps rather than its backward slice"""
+  buf = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(64), arg=0)
+  r = [TgUOp.range(4, i) for i in range(2)]
+  val = (r[0] + r[1] if reads_other_range else r[0]).cast(tg_dtypes.float)
+  ends = [TgUOp(TgOps.END, src=(buf.index(r[0]).store(val), r[0])),
+          TgUOp(TgOps.END, src=(buf.index(r[1] + 4).store(r[1].cast(tg_dtypes.float)), r[1]))]
+  sink = TgUOp.sink(*[ends[i] for i in order])
+  kind, tg = cfg_outcome(lambda: CFGContext(sink).edges)
+  assert (kind, tg and [(from_tinygrad(k), from_tinygrad(v)) for k, v in tg]) == cfg_outcome(lambda: _C.cfg_edges(from_tinygrad(sink)))
+  assert kind == ("assert" if order == (0, 1) and reads_other_range else "edges")
+
 def test_split_ends():
   ok, split = [], 0
   for _, stages in lowered():

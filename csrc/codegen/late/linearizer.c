@@ -711,11 +711,19 @@ static int sort_siblings(CFG *c, UOp **sibs, Py_ssize_t n) {
   return 0;
 }
 
-/* edges[y.src[1]] = x: y's RANGE waits for END x (x must not already depend on that RANGE) */
-static int add_edge(PyObject *edges, UOp *x, UOp *y) {
+/* whether r is in x.backward_slice_with_self: for a RANGE or END that is whether x's deps hold it (deps gather every
+ * RANGE and END below a node), without building the slice */
+static int in_slice(CFG *c, UOp *x, UOp *r) {
+  if (r->op == OP_RANGE || r->op == OP_END) return deps_has(deps_of(c, x), r);
   PyObject *slice = PyObject_GetAttrString((PyObject *)x, "backward_slice_with_self");
-  int cyc = slice ? PyDict_Contains(slice, (PyObject *)y->src[1]) : -1;
+  int has = slice ? PyDict_Contains(slice, (PyObject *)r) : -1;
   Py_XDECREF(slice);
+  return has;
+}
+
+/* edges[y.src[1]] = x: y's RANGE waits for END x (x must not already depend on that RANGE) */
+static int add_edge(CFG *c, PyObject *edges, UOp *x, UOp *y) {
+  int cyc = in_slice(c, x, y->src[1]);
   if (cyc > 0) PyErr_SetString(PyExc_AssertionError, "add control flow: the loop order would form a cycle");
   return cyc != 0 ? -1 : PyDict_SetItem(edges, (PyObject *)y->src[1], (PyObject *)x);
 }
@@ -737,7 +745,7 @@ static int edges_from_nesting(CFG *c, PyObject *edges) {
     if ((rc = sort_siblings(c, sibs, m)) < 0) break;
     UOp *prev = closer->op == OP_SINK ? NULL : closer->src[1];
     for (Py_ssize_t k = 0; rc == 0 && k < m; k++) {
-      if (prev) rc = add_edge(edges, prev, sibs[k]);
+      if (prev) rc = add_edge(c, edges, prev, sibs[k]);
       prev = sibs[k];
     }
   }

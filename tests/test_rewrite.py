@@ -337,6 +337,19 @@ def test_substitute_answers_as_tinygrad():
   gc.collect()
   assert _C._intern_count() == live
 
+def test_substitute_with_extra_rules_as_tinygrad():
+  """with extra_pm, substitute is the bottom-up rewrite by extra_pm + _substitute, as tinygrad's"""
+  extra = lambda ns: ns.PatternMatcher([(ns.UPat(ns.Ops.MAX, name="m"), lambda m: m.src[0]), (ns.UPat.var("x") * 1, lambda x: x)])
+  tpm, cpm, rng, done = extra(TG), extra(TC), random.Random(8), 0
+  for seed in range(200):
+    t, c = both(seed, 4)
+    if (tmap := substitution_map(rng, t)) is None: continue
+    cmap = {from_tinygrad(k): from_tinygrad(v) for k, v in tmap.items()}
+    assert from_tinygrad(t.substitute(tmap, extra_pm=tpm)) is c.substitute(cmap, extra_pm=cpm), seed
+    done += 1
+  assert done > 75
+  with pytest.raises(TypeError, match="extra_pm"): c.substitute(cmap, extra_pm=3)
+
 def test_substitute_loops_and_bad_values_raise():
   x, y = TC.UOp.variable("x", 0, 9), TC.UOp.variable("y", 0, 9)
   with pytest.raises(RuntimeError, match="infinite loop in fixed_point_rewrite"): (x + y).substitute({x: y, y: x})

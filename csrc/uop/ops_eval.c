@@ -74,7 +74,7 @@ static UOp *chain_end(SubWalk *w, UOp *u) {
     PyObject *v = PyDict_GetItemWithError(w->map, (PyObject *)u);
     if (!v) { ret = PyErr_Occurred() ? NULL : u; break; }
     if (!UOp_Check(v)) { PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name); break; }
-    if (v == (PyObject *)u) { ret = u; break; }   /* a rule answering its node fires not */
+    if (v == (PyObject *)u) { ret = u; break; }   /* a node mapped to itself: the engine takes that for no rewrite */
     if (ptrvec_push(&w->keep, Py_NewRef(v)) < 0) { Py_DECREF(v); break; }
     u = (UOp *)v;
   }
@@ -146,7 +146,8 @@ static UOp *substitute_walk(UOp *root, PyObject *map) {
   return ret;
 }
 
-/* a bottom-up rewrite with the map as ctx, by _substitute after extra (NULL: none) */
+/* the map without its k: k entries, then the walk, or, with extra rules (NULL: none), a bottom-up rewrite with the map as
+ * ctx by extra + _substitute */
 static UOp *substitute_with(UOp *self, PyObject *dvars, PatternMatcher *extra) {
   PyObject *changed = PyDict_New(), *k, *v;
   Py_ssize_t pos = 0;
@@ -154,11 +155,13 @@ static UOp *substitute_with(UOp *self, PyObject *dvars, PatternMatcher *extra) {
     if (k != v && PyDict_SetItem(changed, k, v) < 0) Py_CLEAR(changed);
   if (!changed) return NULL;
   UOp *ret = NULL;
-  PatternMatcher *sub = rule_set("_substitute"), *pm = NULL;
   if (!PyDict_GET_SIZE(changed)) ret = (UOp *)Py_NewRef(self);
   else if (!extra) ret = substitute_walk(self, changed);
-  else if (sub && (pm = extra ? pm_concat(extra, sub) : (PatternMatcher *)Py_NewRef(sub))) ret = graph_rewrite(self, pm, changed, true, NULL);
-  Py_XDECREF(pm);
+  else {
+    PatternMatcher *sub = rule_set("_substitute"), *pm = sub ? pm_concat(extra, sub) : NULL;
+    ret = pm ? graph_rewrite(self, pm, changed, true, NULL) : NULL;
+    Py_XDECREF(pm);
+  }
   Py_DECREF(changed);
   return ret;
 }

@@ -72,4 +72,16 @@ static inline int ptrmap_set(PtrMap *m, void *key, void *val) {
 }
 static inline void ptrmap_free(PtrMap *m) { PyMem_Free(m->keys); PyMem_Free(m->vals); memset(m, 0, sizeof(*m)); }
 
+/* The nodes a chain of rewrites has met, to tell a loop: nearly every chain is a step or two long, so the first eight
+ * sit in an array and only the rest in a map. Zero-initialised; smallset_free after. */
+typedef struct { const void *small[8]; int n; PtrMap more; } SmallSet;
+/* adds p: 1 when it was there already, 0 when added, -1 on error */
+static inline int smallset_add(SmallSet *s, const void *p) {
+  for (int i = 0; i < s->n; i++) if (s->small[i] == p) return 1;
+  if (ptrmap_has(&s->more, p)) return 1;
+  if (s->n < 8) { s->small[s->n++] = p; return 0; }
+  return ptrmap_set(&s->more, (void *)p, (void *)p);
+}
+static inline void smallset_free(SmallSet *s) { ptrmap_free(&s->more); }
+
 #endif

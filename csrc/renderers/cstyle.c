@@ -1008,7 +1008,6 @@ static PyObject *declaration(RenderState *st, UOp *u, PyObject *name, PyObject *
   return dt ? pool_keep(PyUnicode_FromFormat("%S %S = %S%s", dt, name, text, u->op == OP_SPECIAL ? "" : ";")) : NULL;
 }
 
-/* one node of the loop body */
 /* "  "*depth + l in one new string: pooled */
 static PyObject *indented(PyObject *l, int depth) {
   if (depth <= 0) return l;
@@ -1018,6 +1017,7 @@ static PyObject *indented(PyObject *l, int depth) {
   return line;
 }
 
+/* one node of the loop body */
 static int render_uop(RenderState *st, UOp *u) {
   Op op = (Op)u->op;
   if (op == OP_NOOP || op == OP_GROUP) return 0;

@@ -61,16 +61,14 @@ typedef struct { PyObject *map; PtrMap answer; PtrVec keep; SubFrame *stack; Py_
 
 /* the end of u's chain through the map: a borrowed node, kept by the walk */
 static UOp *chain_end(SubWalk *w, UOp *u) {
-  UOp *seen[8];
-  PtrMap more = {0};
-  int nseen = 0;
+  SmallSet seen = {0};
   UOp *ret = NULL;
   for (;;) {
-    bool again = ptrmap_has(&more, u);
-    for (int i = 0; i < nseen && !again; i++) again = seen[i] == u;
-    if (again) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); break; }
-    if (nseen < 8) seen[nseen++] = u;
-    else if (ptrmap_set(&more, u, u) < 0) break;
+    int again = smallset_add(&seen, u);
+    if (again) {
+      if (again > 0) PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite");
+      break;
+    }
     PyObject *v = PyDict_GetItemWithError(w->map, (PyObject *)u);
     if (!v) { ret = PyErr_Occurred() ? NULL : u; break; }
     if (!UOp_Check(v)) { PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name); break; }
@@ -78,7 +76,7 @@ static UOp *chain_end(SubWalk *w, UOp *u) {
     if (ptrvec_push(&w->keep, Py_NewRef(v)) < 0) { Py_DECREF(v); break; }
     u = (UOp *)v;
   }
-  ptrmap_free(&more);
+  smallset_free(&seen);
   return ret;
 }
 
@@ -100,8 +98,8 @@ static int sub_push(SubWalk *w, UOp *n) {
 /* one step of the frame on top: 0 or -1 */
 static int sub_step(SubWalk *w) {
   SubFrame *f = &w->stack[w->len - 1];
-  void *known = ptrmap_get(&w->answer, f->n);
   if (f->stage == 0) {
+    void *known = ptrmap_get(&w->answer, f->n);
     if (known == IN_PROGRESS) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); return -1; }
     if (known) { w->len--; return 0; }
     if (ptrmap_set(&w->answer, f->n, IN_PROGRESS) < 0 || !(f->m = chain_end(w, f->n))) return -1;

@@ -166,20 +166,18 @@ static int cached_bpm_rewrite(Rewriter *rw, UOp *x, UOp **out) {
   return 0;
 }
 
-/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error.
- * The nodes seen so far sit in a small array (most nodes take at most a step or two), then a map. */
+/* Stage 0 with a bottom-up matcher: rewrite to a fixed point. 1: gated (done), 0: go on, -1: error. */
 static int bottom_up_fixed_point(Rewriter *rw, UOp *n, uint32_t at, UOp **new_n) {
-  UOp *seen_small[8];
-  int nseen = 0;
-  PtrMap seen = {0};
+  SmallSet seen = {0};
   UOp *test_n = n;
   int rc = 0;
   while (test_n) {
-    bool again = ptrmap_has(&seen, test_n);
-    for (int i = 0; i < nseen && !again; i++) again = seen_small[i] == test_n;
-    if (again) { PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite"); rc = -1; break; }
-    if (nseen < 8) seen_small[nseen++] = test_n;
-    else if (ptrmap_set(&seen, test_n, test_n) < 0) { rc = -1; break; }
+    int again = smallset_add(&seen, test_n);
+    if (again) {
+      if (again > 0) PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite");
+      rc = -1;
+      break;
+    }
     UOp *next;
     if (cached_bpm_rewrite(rw, test_n, &next) < 0) {
       if (PyErr_ExceptionMatches(BottomUpGate)) {   /* the rule says: this node is final, don't descend */
@@ -190,7 +188,7 @@ static int bottom_up_fixed_point(Rewriter *rw, UOp *n, uint32_t at, UOp **new_n)
     }
     *new_n = test_n, test_n = next;
   }
-  ptrmap_free(&seen);
+  smallset_free(&seen);
   return rc;
 }
 

@@ -90,7 +90,7 @@ static DType *buffer_dtype_arg(PyObject *o) {
       PyErr_Format(PyExc_TypeError, "Buffer dtype must be a scalar dtype with a size, got a pointer dtype %R", o);
       return NULL;
     }
-    PyObject *name = PyObject_GetAttrString(o, "name");
+    PyObject *name = getattr_literal(o, "name");
     if (!name || !PyUnicode_Check(name) || !(dt = scalar_dtype_named(name))) {
       PyErr_Clear();
       PyErr_Format(PyExc_TypeError, "Buffer dtype must be a DType, got %.100s %R", Py_TYPE(o)->tp_name, name ? name : Py_None);
@@ -947,7 +947,7 @@ PyObject *device_get(PyObject *name) {
 
 /* os.environ[name] = "1": tinygrad writes the default it found back, for the processes this one spawns */
 static int environ_set_one(PyObject *name) {
-  PyObject *os = PyImport_ImportModule("os"), *env = os ? PyObject_GetAttrString(os, "environ") : NULL, *one = PyUnicode_FromString("1");
+  PyObject *os = PyImport_ImportModule("os"), *env = os ? getattr_literal(os, "environ") : NULL, *one = PyUnicode_FromString("1");
   int rc = env && one ? PyObject_SetItem(env, name, one) : -1;
   Py_XDECREF(os); Py_XDECREF(env); Py_XDECREF(one);
   return rc;
@@ -1070,7 +1070,7 @@ static bool str_in(const char *s, const char *const *set) {
 
 /* Device["AMD"].target in {(9,4,2), (9,5,0)}: the AMD targets with fp8 (opening the device, as tinygrad does) */
 static int amd_has_fp8(void) {
-  PyObject *name = PyUnicode_FromString("AMD"), *dev = name ? device_get(name) : NULL, *target = dev ? PyObject_GetAttrString(dev, "target") : NULL;
+  PyObject *name = PyUnicode_FromString("AMD"), *dev = name ? device_get(name) : NULL, *target = dev ? getattr_literal(dev, "target") : NULL;
   PyObject *ok = target ? Py_BuildValue("{(iii)O(iii)O}", 9, 4, 2, Py_None, 9, 5, 0, Py_None) : NULL;
   int ret = ok ? PySequence_Contains(ok, target) : -1;
   Py_XDECREF(name); Py_XDECREF(dev); Py_XDECREF(target); Py_XDECREF(ok);

@@ -3,6 +3,7 @@
 #include "dtype.h"
 #include "helpers/enum.h"
 #include "helpers/dataclass.h"
+#include "helpers.h"
 #include <math.h>
 #include <string.h>
 #include <limits.h>
@@ -1141,7 +1142,7 @@ static int make_addrspace(void) {
   PyObject *cls = tinyc_make_enum("Enum", "AddrSpace", names);
   if (!cls) return -1;
   /* tinygrad's AddrSpace reprs as its str, "AddrSpace.LOCAL" */
-  PyObject *str = PyObject_GetAttrString(cls, "__str__");
+  PyObject *str = getattr_literal(cls, "__str__");
   int rc = str ? PyObject_SetAttrString(cls, "__repr__", str) : -1;
   Py_XDECREF(str);
   for (int i = ADDRSPACE_GLOBAL; rc == 0 && i <= ADDRSPACE_REG; i++)
@@ -1291,7 +1292,7 @@ static int apply_default_float_env(void) {
 static int init_once(void) {
   PyObject *math = PyImport_ImportModule("math");
   if (!math) return -1;
-  canonical_nan = PyObject_GetAttrString(math, "nan");
+  canonical_nan = getattr_literal(math, "nan");
   Py_DECREF(math);
   if (!canonical_nan) return -1;
   if (!(str_default_float = PyUnicode_InternFromString("default_float")) ||
@@ -1325,7 +1326,7 @@ int tinyc_init_dtype(PyObject *m) {
     if (dataclass_describe(&DType_Type, &dtype_dataclass) < 0 || dataclass_describe(&PtrDType_Type, &ptrdtype_dataclass) < 0) return -1;
     ready = true;
   }
-  PyObject *addrspace_cls = PyObject_GetAttrString(addrspace_members[ADDRSPACE_GLOBAL], "__class__");
+  PyObject *addrspace_cls = getattr_literal(addrspace_members[ADDRSPACE_GLOBAL], "__class__");
   if (!addrspace_cls) return -1;
   int rc = tinyc_add(m, "AddrSpace", addrspace_cls);
   Py_DECREF(addrspace_cls);

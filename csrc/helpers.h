@@ -72,6 +72,19 @@ static inline int ptrmap_set(PtrMap *m, void *key, void *val) {
 }
 static inline void ptrmap_free(PtrMap *m) { PyMem_Free(m->keys); PyMem_Free(m->vals); memset(m, 0, sizeof(*m)); }
 
+/* obj.<name> for a string literal name. PyObject_GetAttrString makes, decodes and hashes a new str on every call; here
+ * each literal's str is made and interned once and kept by the literal's address for the module's life (one map per
+ * file). */
+static inline PyObject *getattr_literal(PyObject *obj, const char *name) {
+  static PtrMap names;
+  PyObject *s = ptrmap_get(&names, name);
+  if (!s) {
+    if (!(s = PyUnicode_InternFromString(name))) return NULL;
+    if (ptrmap_set(&names, (void *)name, s) < 0) { Py_DECREF(s); return NULL; }
+  }
+  return PyObject_GetAttr(obj, s);
+}
+
 /* The nodes a chain of rewrites has met, to tell a loop: nearly every chain is a step or two long, so the first eight
  * sit in an array and only the rest in a map. Zero-initialised; smallset_free after. */
 typedef struct { const void *small[8]; int n; PtrMap more; } SmallSet;

@@ -135,6 +135,22 @@ def test_nested_rewrites_outnumbering_the_rewrite_ids():
     most = max(most, len(cctx))
   assert most > 300, most   # more nested rewrites inside one outer rewrite than there are ids
 
+def chain(ns, n):
+  """((x*1 + 1)*1 + 2)*1 + 0 ... n levels deep over a variable"""
+  x = ns.UOp.variable("x", 0, 10)
+  for i in range(n): x = x * 1 + i % 3
+  return x
+
+def test_rewrites_of_alternating_sizes_as_tinygrad():
+  """each rewrite starts from the stack and entry array the last one left (rewrite.c keeps one spare of each): big and
+  small rewrites in turn still give tinygrad's graphs"""
+  from tinygrad.uop.symbolic import symbolic_simple
+  cpm = _C.native_rules()["symbolic_simple"]
+  for n in (10, 20000, 3, 20000, 50):
+    t, c = chain(TG, n), chain(TC, n)
+    assert from_tinygrad(t) is c
+    assert from_tinygrad(TG.graph_rewrite(t, symbolic_simple)) is TC.graph_rewrite(c, cpm), n
+
 def test_pm_and_bpm_together():
   tpm, cpm = folding_rules(TG), folding_rules(TC)
   tb, cb = ctx_rules(TG), ctx_rules(TC)

@@ -89,7 +89,7 @@ static PatternMatcher *pass_matcher(Pass *p) {
 
 /* ---- the contexts ---- */
 
-static PyObject *renderer_device(PyObject *ren) { return PyObject_GetAttrString(ren, "device"); }
+static PyObject *renderer_device(PyObject *ren) { return getattr_literal(ren, "device"); }
 
 /* a new reference to the ctx of pass p on sink */
 static PyObject *pass_ctx(const Pass *p, PyObject *ren, UOp *sink) {
@@ -131,7 +131,7 @@ static UOp *run_passes(UOp *sink, Pass *ps, int n, PyObject *ren) {
  * pm_decomp = symbolic_simple + get_late_rewrite_patterns(code_for_op keys, TRANSCENDENTAL>=2)
  * pm_final_rewrite = pm_decomp + pm_render + extra_matcher + pm_split_ends */
 static PyObject *renderer_matchers(PyObject *ren) {
-  PyObject *code_for_op = PyObject_GetAttrString(ren, "code_for_op"), *extra = PyObject_GetAttrString(ren, "extra_matcher");
+  PyObject *code_for_op = getattr_literal(ren, "code_for_op"), *extra = getattr_literal(ren, "extra_matcher");
   PyObject *ops = code_for_op ? PySequence_Tuple(code_for_op) : NULL;   /* a dict iterates over its keys */
   PyObject *key = ops && extra ? Py_BuildValue("(OOO)", ops, transcendental_level >= 2 ? Py_True : Py_False, extra) : NULL;
   PyObject *ret = key ? PyDict_GetItemWithError(final_cache, key) : NULL;
@@ -172,7 +172,7 @@ static UOp *apply_opts(UOp *sink, PyObject *ren) {
 
 /* the renderer's optional pre_matcher */
 static UOp *run_pre_matcher(UOp *sink, PyObject *ren) {
-  PyObject *pre = sink ? PyObject_GetAttrString(ren, "pre_matcher") : NULL;
+  PyObject *pre = sink ? getattr_literal(ren, "pre_matcher") : NULL;
   if (!pre) { Py_XDECREF(sink); return NULL; }
   if (pre == Py_None) { Py_DECREF(pre); return sink; }
   if (!PatternMatcher_Check(pre)) {
@@ -233,7 +233,7 @@ RULE(to_source, prg, lin) {
   PyObject *text = lines ? pool_keep(PyObject_CallMethod(ctx, "render", "O", lines)) : NULL;
   if (text && !PyUnicode_Check(text))
     return (UOp *)PyErr_Format(PyExc_TypeError, "render() must return a str, not %.100s", Py_TYPE(text)->tp_name);
-  PyObject *has_aux = text ? pool_keep(PyObject_GetAttrString(ctx, "has_aux")) : NULL;
+  PyObject *has_aux = text ? pool_keep(getattr_literal(ctx, "has_aux")) : NULL;
   int aux_wanted = has_aux ? PyObject_IsTrue(has_aux) : -1;
   PyObject *aux = aux_wanted > 0 ? pool_keep(PyObject_CallMethod(ctx, "aux", "O", lines)) : NULL;
   if (aux_wanted < 0 || (aux_wanted && !aux)) return NULL;
@@ -243,7 +243,7 @@ RULE(to_source, prg, lin) {
 
 /* do_compile: gains BINARY, the compiled bytes, when the renderer has a compiler */
 RULE(to_binary, source, prg) {
-  PyObject *compiler = pool_keep(PyObject_GetAttrString(ctx, "compiler"));
+  PyObject *compiler = pool_keep(getattr_literal(ctx, "compiler"));
   if (!compiler || compiler == Py_None) return NULL;
   PyObject *lib = pool_keep(PyObject_CallMethod(compiler, "compile_cached", "O", source->arg));
   UOp *binary = lib ? KEEP(uop_new0(OP_BINARY, DTYPE(VOID), lib)) : NULL;
@@ -394,7 +394,7 @@ static PyMethodDef codegen_functions[] = {
 
 int tinyc_init_codegen(PyObject *m) {
   PyObject *itertools = PyImport_ImportModule("itertools");
-  itertools_count = itertools ? PyObject_GetAttrString(itertools, "count") : NULL;
+  itertools_count = itertools ? getattr_literal(itertools, "count") : NULL;
   Py_XDECREF(itertools);
   final_cache = PyDict_New();
   if (!itertools_count || !final_cache || ctxvar_int("DEVECTORIZE", &devectorize_level) < 0 ||

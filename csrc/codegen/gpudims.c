@@ -290,11 +290,12 @@ static PyObject *shape_of(PyObject *all_ranges, PyObject *keys) {
   return t;
 }
 
-static PyObject *ctx_attr(PyObject *ctx, const char *name) { return KEEPO(PyObject_GetAttrString(ctx, name)); }
+/* name: a string literal (getattr_literal) */
+static PyObject *ctx_attr(PyObject *ctx, const char *name) { return KEEPO(getattr_literal(ctx, name)); }
 
 /* the index uops for global dims then local dims (or idx* only when the kernel does not use locals) */
 static PyObject *kernel_idxs(PyObject *ctx, UOp *s, PyObject *all_ranges, PyObject *gdims, PyObject *ldims) {
-  PyObject *dul = KEEPO(PyObject_GetAttrString(s->arg, "dont_use_locals"));
+  PyObject *dul = KEEPO(getattr_literal(s->arg, "dont_use_locals"));
   int no_locals = dul ? PyObject_IsTrue(dul) : -1;
   if (no_locals < 0) return NULL;
   PyObject *gshape = shape_of(all_ranges, gdims), *gmax = ctx_attr(ctx, "global_max");
@@ -315,7 +316,7 @@ static int mask_missing_locals(PyObject *subs, UOp *store, PyObject *all_ranges,
   if (!bt) return -1;
   if (!bt->dtype->is_ptr || bt->dtype->addrspace != ADDRSPACE_GLOBAL) return 0;
   UOp *idx = store->src[0];
-  PyObject *ranges = KEEPO(PyObject_GetAttrString((PyObject *)idx, "ranges"));
+  PyObject *ranges = KEEPO(getattr_literal((PyObject *)idx, "ranges"));
   if (!ranges) return -1;
   UOp *mask = NULL;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ldims); i++) {

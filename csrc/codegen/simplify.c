@@ -11,7 +11,7 @@ static PyObject *keep(PyObject *o) { return pool_keep(o); }
 /* u.replace(src=src, arg=arg) */
 static UOp *replace_src_arg(UOp *u, PyObject *src, PyObject *arg) {
   if (!u || !src || !arg) return NULL;
-  PyObject *meth = PyObject_GetAttrString((PyObject *)u, "replace");
+  PyObject *meth = getattr_literal((PyObject *)u, "replace");
   if (!meth) return NULL;
   PyObject *kw = Py_BuildValue("{sOsO}", "src", src, "arg", arg);
   PyObject *empty = PyTuple_New(0);
@@ -75,7 +75,7 @@ RULE(mark_range_mod, r, c) {
 RULE(dont_sub_ranges_for_image, x) {
   if (x->nsrc < 1 || x->src[0]->nsrc < 1) return NULL;
   if (!dtype_is_image(x->src[0]->src[0]->dtype)) return NULL;
-  PyObject *rngs = keep(PyObject_GetAttrString((PyObject *)x->src[0], "ranges"));
+  PyObject *rngs = keep(getattr_literal((PyObject *)x->src[0], "ranges"));
   if (!rngs) return NULL;
   Py_ssize_t pos = 0; PyObject *k, *v;
   while (PyDict_Next(rngs, &pos, &k, &v)) if (PyDict_SetItem(ctx, k, Py_None) < 0) return NULL;
@@ -173,7 +173,7 @@ static PyObject *reduce_ranges_of(UOp *u) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(topo); i++) {
     UOp *x = (UOp *)PyList_GET_ITEM(topo, i);
     if (x->op != OP_REDUCE) continue;
-    PyObject *r = keep(PyObject_GetAttrString((PyObject *)x, "ranges"));
+    PyObject *r = keep(getattr_literal((PyObject *)x, "ranges"));
     if (!r || PyList_Append(out, r) < 0) return NULL;
   }
   return out;
@@ -296,7 +296,7 @@ static UOp *where0(UOp *c, UOp *t) {   /* c.where(t, 0) */
 /* x.reduce(*srcs, arg=Ops.ADD) */
 static UOp *reduce_add(UOp *x, UOp *const *srcs, int n) {
   if (!x) return NULL;
-  PyObject *args = keep(PyTuple_New(n)), *meth = keep(PyObject_GetAttrString((PyObject *)x, "reduce"));
+  PyObject *args = keep(PyTuple_New(n)), *meth = keep(getattr_literal((PyObject *)x, "reduce"));
   PyObject *kw = keep(Py_BuildValue("{sO}", "arg", OPS_ADD));
   if (!args || !meth || !kw) return NULL;
   for (int i = 0; i < n; i++) { Py_INCREF(srcs[i]); PyTuple_SET_ITEM(args, i, (PyObject *)srcs[i]); }
@@ -317,7 +317,7 @@ RULE(reduce_unparented, red) {
   PyObject *rop = red->arg;
   bool is_add = rop == OPS_ADD, is_mul = rop == OPS_MUL;
   if (!is_add && !is_mul && rop != OPS_MAX) return NULL;
-  PyObject *used = keep(PyObject_GetAttrString((PyObject *)red->src[0], "ranges"));
+  PyObject *used = keep(getattr_literal((PyObject *)red->src[0], "ranges"));
   if (!used) return NULL;
   UOp **parented = PyMem_Malloc(sizeof(UOp *) * red->nsrc), **unparented = PyMem_Malloc(sizeof(UOp *) * red->nsrc);
   int np = 0, nu = 0;

@@ -67,7 +67,7 @@ static int add_call_text(PyObject *code_for_op, Op op, const char *fn) {
 
 /* code_for_op = {**base.code_for_op, THREEFRY: threefry(a,b), MAX: max(a,b)} */
 static PyObject *null_code_for_op(void) {
-  PyObject *base = PyObject_GetAttrString((PyObject *)NullRenderer_Type.tp_base, "code_for_op"), *d = base ? PyDict_Copy(base) : NULL;
+  PyObject *base = getattr_literal((PyObject *)NullRenderer_Type.tp_base, "code_for_op"), *d = base ? PyDict_Copy(base) : NULL;
   Py_XDECREF(base);
   if (d && (add_call_text(d, OP_THREEFRY, "threefry") < 0 || add_call_text(d, OP_MAX, "max") < 0)) Py_CLEAR(d);
   return d;

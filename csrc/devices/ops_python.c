@@ -1134,7 +1134,7 @@ static int set_instance_attr(PyObject *self, const char *name, PyObject *v) {
 
 /* the tensor core list tinyc._C.tc.<name> */
 static PyObject *tc_table(const char *name) {
-  PyObject *mod = PyImport_ImportModule("tinyc._C"), *tc = mod ? PyObject_GetAttrString(mod, "tc") : NULL;
+  PyObject *mod = PyImport_ImportModule("tinyc._C"), *tc = mod ? getattr_literal(mod, "tc") : NULL;
   PyObject *l = tc ? PyObject_GetAttrString(tc, name) : NULL;
   Py_XDECREF(mod); Py_XDECREF(tc);
   return l;

@@ -10,6 +10,7 @@
  * A call checks what a kernel would otherwise read out of bounds: the number of buffers, each buffer's type, device,
  * allocation, dtype and size (against the kernel's DEFINE_GLOBALs), and a value in range for every variable. */
 #include "realize.h"
+#include "../helpers.h"
 #include <structmember.h>
 
 typedef struct { PyObject *dtname; int itemsize; Py_ssize_t size; } ExpectedBuf;   /* size -1: unknown */
@@ -55,10 +56,10 @@ PyObject *spec_replace(PyObject *p, const char *field, PyObject *value) {
   PyObject *kw = Py_BuildValue("{sO}", field, value), *args = NULL, *fn = NULL, *ret = NULL;
   if (!kw) return NULL;
   if (PyObject_HasAttrString(p, "replace")) {
-    if ((fn = PyObject_GetAttrString(p, "replace")) && (args = PyTuple_New(0))) ret = PyObject_Call(fn, args, kw);
+    if ((fn = getattr_literal(p, "replace")) && (args = PyTuple_New(0))) ret = PyObject_Call(fn, args, kw);
   } else {
     PyObject *dc = PyImport_ImportModule("dataclasses");
-    if (dc && (fn = PyObject_GetAttrString(dc, "replace")) && (args = PyTuple_Pack(1, p))) ret = PyObject_Call(fn, args, kw);
+    if (dc && (fn = getattr_literal(dc, "replace")) && (args = PyTuple_Pack(1, p))) ret = PyObject_Call(fn, args, kw);
     Py_XDECREF(dc);
   }
   Py_XDECREF(fn); Py_XDECREF(args); Py_DECREF(kw);
@@ -73,7 +74,7 @@ static void clear_ordinary(void) {
 
 /* a string attribute of an object's attribute, e.g. u.op.name; new ref or NULL (an ordinary exception cleared) */
 static PyObject *op_name(PyObject *u) {
-  PyObject *op = PyObject_GetAttrString(u, "op"), *name = op ? PyObject_GetAttrString(op, "name") : NULL;
+  PyObject *op = getattr_literal(u, "op"), *name = op ? getattr_literal(op, "name") : NULL;
   Py_XDECREF(op);
   if (!name) clear_ordinary();
   return name;
@@ -81,7 +82,7 @@ static PyObject *op_name(PyObject *u) {
 
 /* From the kernel's DEFINE_GLOBALs (in p.uops, else p.ast's graph): the dtype and size each buffer must have. */
 static int collect_buffers(CompiledRunnerObject *self, PyObject *p) {
-  PyObject *globals = PyObject_GetAttrString(p, "globals");
+  PyObject *globals = getattr_literal(p, "globals");
   if (!globals) return -1;
   PyObject *gl = PySequence_Fast(globals, "p.globals must be a sequence");
   Py_DECREF(globals);
@@ -90,11 +91,11 @@ static int collect_buffers(CompiledRunnerObject *self, PyObject *p) {
   self->bufs = PyMem_Calloc((size_t)self->nbufs + 1, sizeof(ExpectedBuf));
   if (!self->bufs) { Py_DECREF(gl); PyErr_NoMemory(); return -1; }
   for (Py_ssize_t i = 0; i < self->nbufs; i++) self->bufs[i].size = -1;
-  PyObject *uops = PyObject_GetAttrString(p, "uops");
+  PyObject *uops = getattr_literal(p, "uops");
   if (!uops) clear_ordinary();
   if (!PyErr_Occurred() && (!uops || uops == Py_None)) {  /* no uops: walk the AST */
     Py_XDECREF(uops);
-    PyObject *ast = PyObject_GetAttrString(p, "ast");
+    PyObject *ast = getattr_literal(p, "ast");
     uops = ast && ast != Py_None ? PyObject_CallMethod(ast, "toposort", NULL) : NULL;
     Py_XDECREF(ast);
     if (!uops) clear_ordinary();
@@ -105,9 +106,9 @@ static int collect_buffers(CompiledRunnerObject *self, PyObject *p) {
   while (it && !PyErr_Occurred() && (u = PyIter_Next(it))) {
     PyObject *nm = op_name(u);
     if (nm && PyUnicode_Check(nm) && PyUnicode_CompareWithASCIIString(nm, "DEFINE_GLOBAL") == 0) {
-      PyObject *arg = PyObject_GetAttrString(u, "arg"), *dt = arg ? PyObject_GetAttrString(u, "dtype") : NULL;
-      PyObject *base = dt ? PyObject_GetAttrString(dt, "base") : NULL, *bname = base ? PyObject_GetAttrString(base, "name") : NULL;
-      PyObject *isz = bname ? PyObject_GetAttrString(base, "itemsize") : NULL, *sz = isz ? PyObject_GetAttrString(dt, "size") : NULL;
+      PyObject *arg = getattr_literal(u, "arg"), *dt = arg ? getattr_literal(u, "dtype") : NULL;
+      PyObject *base = dt ? getattr_literal(dt, "base") : NULL, *bname = base ? getattr_literal(base, "name") : NULL;
+      PyObject *isz = bname ? getattr_literal(base, "itemsize") : NULL, *sz = isz ? getattr_literal(dt, "size") : NULL;
       if (arg && bname && isz && sz && PyLong_Check(arg) && PyUnicode_Check(bname)) {
         for (Py_ssize_t i = 0; i < self->nbufs; i++) {
           PyObject *g = PySequence_Fast_GET_ITEM(gl, i);
@@ -133,7 +134,7 @@ static int collect_buffers(CompiledRunnerObject *self, PyObject *p) {
 
 /* p.vars: each a DEFINE_VAR with arg (name, min, max) */
 static int collect_vars(CompiledRunnerObject *self, PyObject *p) {
-  PyObject *vars = PyObject_GetAttrString(p, "vars");
+  PyObject *vars = getattr_literal(p, "vars");
   if (!vars) return -1;
   PyObject *vl = PySequence_Fast(vars, "p.vars must be a sequence");
   Py_DECREF(vars);
@@ -142,7 +143,7 @@ static int collect_vars(CompiledRunnerObject *self, PyObject *p) {
   self->vars = PyMem_Calloc((size_t)self->nvars + 1, sizeof(ExpectedVar));
   if (!self->vars) { Py_DECREF(vl); PyErr_NoMemory(); return -1; }
   for (Py_ssize_t i = 0; i < self->nvars; i++) {
-    PyObject *arg = PyObject_GetAttrString(PySequence_Fast_GET_ITEM(vl, i), "arg");
+    PyObject *arg = getattr_literal(PySequence_Fast_GET_ITEM(vl, i), "arg");
     if (!arg || !PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(arg, 0))) {
       if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "p.vars[%zd] is not a variable with arg (name, min, max)", i);
       Py_XDECREF(arg); Py_DECREF(vl);
@@ -182,7 +183,7 @@ static int set_dims(LaunchDims *d, PyObject *gs, PyObject *ls, PyObject *who) {
 
 /* the launch dims, kept when they are constant */
 static int collect_dims(CompiledRunnerObject *self, PyObject *p) {
-  PyObject *gs = PyObject_GetAttrString(p, "global_size"), *ls = gs ? PyObject_GetAttrString(p, "local_size") : NULL;
+  PyObject *gs = getattr_literal(p, "global_size"), *ls = gs ? getattr_literal(p, "local_size") : NULL;
   int gi = ls ? all_int(gs) : -1, li = gi > 0 ? all_int(ls) : gi;
   int rc = li < 0 ? -1 : 0;
   if ((self->const_dims = gi > 0 && li > 0)) rc = set_dims(&self->dims, gs, ls, self->name);
@@ -198,28 +199,28 @@ static PyObject *CompiledRunner_new(PyTypeObject *type, PyObject *args, PyObject
   if (!self) return NULL;
   self->first_run = 1;
   PyObject *dev = NULL, *lib = NULL, *aux = NULL, *fname = NULL;
-  if (!(self->device = PyObject_GetAttrString(p, "device"))) goto fail;
+  if (!(self->device = getattr_literal(p, "device"))) goto fail;
   if (!PyUnicode_Check(self->device)) { PyErr_Format(PyExc_TypeError, "p.device must be str, got %.100s", Py_TYPE(self->device)->tp_name); goto fail; }
   if (!(dev = device_get(self->device))) goto fail;
-  if (!(lib = PyObject_GetAttrString(p, "lib"))) goto fail;
+  if (!(lib = getattr_literal(p, "lib"))) goto fail;
   if (lib == Py_None) {   /* compile now, through the cache, and keep a spec that carries the binary */
-    PyObject *src = PyObject_GetAttrString(p, "src"), *compiler = src ? PyObject_GetAttrString(dev, "compiler") : NULL;
+    PyObject *src = getattr_literal(p, "src"), *compiler = src ? getattr_literal(dev, "compiler") : NULL;
     Py_SETREF(lib, compiler ? PyObject_CallMethod(compiler, "compile_cached", "O", src) : NULL);
     Py_XDECREF(src); Py_XDECREF(compiler);
     if (!lib || !(self->p = spec_replace(p, "lib", lib))) goto fail;
   } else self->p = Py_NewRef(p);
-  if (!(self->name = PyObject_GetAttrString(self->p, "name")) || !(fname = PyObject_GetAttrString(self->p, "function_name"))) goto fail;
+  if (!(self->name = getattr_literal(self->p, "name")) || !(fname = getattr_literal(self->p, "function_name"))) goto fail;
   if (prg != Py_None) self->prg = Py_NewRef(prg);
   else {
-    aux = PyObject_GetAttrString(self->p, "aux");
+    aux = getattr_literal(self->p, "aux");
     if (!aux) PyErr_Clear();
-    PyObject *rt = PyObject_GetAttrString(dev, "runtime"), *auxt = aux && aux != Py_None ? PySequence_Tuple(aux) : PyTuple_New(0);
+    PyObject *rt = getattr_literal(dev, "runtime"), *auxt = aux && aux != Py_None ? PySequence_Tuple(aux) : PyTuple_New(0);
     PyObject *head = auxt ? Py_BuildValue("(OO)", fname, lib) : NULL, *all = head ? PySequence_Concat(head, auxt) : NULL;
     self->prg = rt && all ? PyObject_Call(rt, all, NULL) : NULL;
     Py_XDECREF(rt); Py_XDECREF(auxt); Py_XDECREF(head); Py_XDECREF(all);
     if (!self->prg) goto fail;
   }
-  if (!(self->estimates = PyObject_GetAttrString(self->p, "estimates"))) goto fail;
+  if (!(self->estimates = getattr_literal(self->p, "estimates"))) goto fail;
   if (collect_buffers(self, self->p) < 0 || collect_vars(self, self->p) < 0 || collect_dims(self, self->p) < 0) goto fail;
   Py_DECREF(dev); Py_DECREF(lib); Py_XDECREF(aux); Py_DECREF(fname);
   return (PyObject *)self;

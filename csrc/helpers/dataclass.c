@@ -1,5 +1,6 @@
 /* "C dataclasses" (see dataclass.h): the methods Python's @dataclass writes, read off a field table. */
 #include "dataclass.h"
+#include "../helpers.h"
 #include <structmember.h>
 
 static PyObject *FrozenInstanceError;   /* dataclasses.FrozenInstanceError */
@@ -158,7 +159,7 @@ static PyObject *field_spec(const DataclassField *f, PyObject *field_fn) {
 
 /* make_dataclass's field list: every field's spec, in order */
 static PyObject *field_specs(const DataclassField *fields, PyObject *dataclasses) {
-  PyObject *field_fn = PyObject_GetAttrString(dataclasses, "field"), *specs = field_fn ? PyList_New(0) : NULL;
+  PyObject *field_fn = getattr_literal(dataclasses, "field"), *specs = field_fn ? PyList_New(0) : NULL;
   for (const DataclassField *f = fields; specs && f->name; f++) {
     PyObject *spec = field_spec(f, field_fn);
     if (!spec || PyList_Append(specs, spec) < 0) Py_CLEAR(specs);
@@ -208,14 +209,14 @@ static PyObject *field_names(const DataclassField *fields) {
  * generated (its methods would be thrown away, and making them costs milliseconds at import); its parameters are then
  * set to the ones the type has. */
 static int add_dataclass_metadata(PyTypeObject *type, const Dataclass *dc, PyObject *dataclasses) {
-  PyObject *make = PyObject_GetAttrString(dataclasses, "make_dataclass"), *standin = NULL, *fields = NULL, *params = NULL;
+  PyObject *make = getattr_literal(dataclasses, "make_dataclass"), *standin = NULL, *fields = NULL, *params = NULL;
   PyObject *specs = field_specs(dc->fields, dataclasses), *args = specs ? Py_BuildValue("(sO)", short_name(type), specs) : NULL;
   /* a docstring, or make_dataclass would compute one from inspect.signature */
   PyObject *kw = Py_BuildValue("{sOsOsOs{ss}}", "init", Py_False, "repr", Py_False, "eq", Py_False, "namespace", "__doc__",
                                type->tp_doc ? type->tp_doc : short_name(type));
   if (make && args && kw) standin = PyObject_Call(make, args, kw);
-  if (standin) fields = PyObject_GetAttrString(standin, "__dataclass_fields__");
-  if (fields) params = PyObject_GetAttrString(standin, "__dataclass_params__");
+  if (standin) fields = getattr_literal(standin, "__dataclass_fields__");
+  if (fields) params = getattr_literal(standin, "__dataclass_params__");
   int err = !params || PyObject_SetAttrString(params, "init", Py_True) < 0 || PyObject_SetAttrString(params, "repr", Py_True) < 0 ||
             PyObject_SetAttrString(params, "eq", dc->identity_eq ? Py_False : Py_True) < 0 ||
             PyObject_SetAttrString(params, "order", dc->order ? Py_True : Py_False) < 0 ||
@@ -240,7 +241,7 @@ int dataclass_ready(PyTypeObject *type, const Dataclass *dc) {
   if (nregistered == MAX_DATACLASSES) { PyErr_SetString(PyExc_RuntimeError, "dataclass_ready: too many dataclass types"); return -1; }
   PyObject *dataclasses = PyImport_ImportModule("dataclasses");
   if (!dataclasses) return -1;
-  int err = !FrozenInstanceError && !(FrozenInstanceError = PyObject_GetAttrString(dataclasses, "FrozenInstanceError"));
+  int err = !FrozenInstanceError && !(FrozenInstanceError = getattr_literal(dataclasses, "FrozenInstanceError"));
   if (!err) {
     registry[nregistered].type = type, registry[nregistered++].dc = dc;
     if (!type->tp_repr) type->tp_repr = dataclass_repr;

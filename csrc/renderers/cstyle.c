@@ -795,7 +795,7 @@ RULE(r_custom, x) {
     if (!t) return NULL;
     PyTuple_SET_ITEM(args, i, Py_NewRef(t));
   }
-  PyObject *format = pool_keep(PyObject_GetAttrString(x->arg, "format"));
+  PyObject *format = pool_keep(getattr_literal(x->arg, "format"));
   return format ? TEXT(PyObject_Call(format, args, NULL)) : NULL;
 }
 
@@ -1027,7 +1027,7 @@ static int render_uop(RenderState *st, UOp *u) {
     return t ? PyDict_SetItem(st->r, (PyObject *)u, t) : -1;
   }
   if (op == OP_SINK) {
-    if (u->arg != Py_None && !(st->name = pool_keep(PyObject_GetAttrString(u->arg, "function_name")))) return -1;
+    if (u->arg != Py_None && !(st->name = pool_keep(getattr_literal(u->arg, "function_name")))) return -1;
     return 0;
   }
   if (op == OP_DEFINE_GLOBAL || op == OP_DEFINE_VAR) return add_argument(st, u);
@@ -1165,7 +1165,7 @@ static PyObject *kernel_typedef_text(CStyleSettings *s, PyObject *uops) {
   Py_ssize_t n = PyUnicode_GET_LENGTH(t);
   if (PyUnicode_CheckExact(t) && PyUnicode_FindChar(t, '{', 0, n, 1) == -1 && PyUnicode_FindChar(t, '}', 0, n, 1) == -1) return t;
   PyObject *bounds = launch_bounds(uops), *kw = bounds ? pool_keep(Py_BuildValue("{sO}", "launch_bounds", bounds)) : NULL;
-  PyObject *format = kw ? pool_keep(PyObject_GetAttrString(t, "format")) : NULL, *none = format ? pool_keep(PyTuple_New(0)) : NULL;
+  PyObject *format = kw ? pool_keep(getattr_literal(t, "format")) : NULL, *none = format ? pool_keep(PyTuple_New(0)) : NULL;
   return none ? pool_keep(PyObject_Call(format, none, kw)) : NULL;
 }
 
@@ -1586,7 +1586,7 @@ PyTypeObject ClangRenderer_Type = {
 static int ClangJIT_init(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {NULL};
   if (!PyArg_ParseTupleAndKeywords(args, kw, ":ClangJITRenderer", kwlist)) return -1;
-  PyObject *mod = PyImport_ImportModule("tinyc._C"), *cls = mod ? PyObject_GetAttrString(mod, "ClangCompiler") : NULL;
+  PyObject *mod = PyImport_ImportModule("tinyc._C"), *cls = mod ? getattr_literal(mod, "ClangCompiler") : NULL;
   PyObject *compiler = cls ? PyObject_CallNoArgs(cls) : NULL;
   int rc = compiler ? PyObject_SetAttrString(self, "compiler", compiler) : -1;
   Py_XDECREF(mod); Py_XDECREF(cls); Py_XDECREF(compiler);

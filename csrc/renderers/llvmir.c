@@ -455,7 +455,7 @@ static int render_node(Render *st, UOp *u, PyObject **fname) {
     }
     case OP_SINK:
       if (u->arg == Py_None) return 0;
-      Py_XSETREF(*fname, PyObject_GetAttrString(u->arg, "function_name"));
+      Py_XSETREF(*fname, getattr_literal(u->arg, "function_name"));
       return *fname ? 0 : -1;
     case OP_DEFINE_GLOBAL: case OP_DEFINE_VAR: return define_arg(st, u);
     case OP_DEFINE_LOCAL: case OP_DEFINE_REG: return define_memory(st, u);
@@ -497,7 +497,7 @@ static PyObject *render_text(Render *st, PyObject *fname, const char *abi) {
 
 /* the renderer's abi setting (tinygrad's: None, win64cc on Windows): a str or None (NULL: none); -1 for any other value */
 static int abi_of(PyObject *self, PyObject **abi) {
-  *abi = PyObject_GetAttrString(self, "abi");
+  *abi = getattr_literal(self, "abi");
   if (*abi && (*abi == Py_None || PyUnicode_Check(*abi))) return 0;
   if (*abi) PyErr_Format(PyExc_TypeError, "LLVMRenderer.abi must be a str or None, not %.100s", Py_TYPE(*abi)->tp_name);
   Py_CLEAR(*abi);
@@ -538,7 +538,7 @@ static PyObject *LLVM_render(PyObject *self, PyObject *uops) { return render_uop
 static int LLVM_init(PyObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {NULL};
   if (!PyArg_ParseTupleAndKeywords(args, kw, ":LLVMRenderer", kwlist)) return -1;
-  PyObject *mod = PyImport_ImportModule("tinyc._C"), *cls = mod ? PyObject_GetAttrString(mod, "CPULLVMCompiler") : NULL;
+  PyObject *mod = PyImport_ImportModule("tinyc._C"), *cls = mod ? getattr_literal(mod, "CPULLVMCompiler") : NULL;
   PyObject *compiler = cls ? PyObject_CallNoArgs(cls) : NULL;
   int rc = compiler ? PyObject_SetAttrString(self, "compiler", compiler) : -1;
   Py_XDECREF(mod); Py_XDECREF(cls); Py_XDECREF(compiler);
@@ -575,7 +575,7 @@ static PyObject *llvm_code_for_op(void) {
 
 /* create_non_native_float_pats((dtypes.bfloat16,)) + pm_manual_bf16_cast, as tinygrad's */
 static PyObject *llvm_extra_matcher(PyObject *m) {
-  PyObject *make = PyObject_GetAttrString(m, "create_non_native_float_pats"), *bf16 = PyTuple_Pack(1, (PyObject *)DTYPE(BFLOAT16));
+  PyObject *make = getattr_literal(m, "create_non_native_float_pats"), *bf16 = PyTuple_Pack(1, (PyObject *)DTYPE(BFLOAT16));
   PyObject *pats = make && bf16 ? PyObject_CallOneArg(make, bf16) : NULL;
   PatternMatcher *manual = native_get("pm_manual_bf16_cast");
   PyObject *ret = pats && manual ? (PyObject *)pm_concat((PatternMatcher *)pats, manual) : NULL;

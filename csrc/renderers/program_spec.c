@@ -535,7 +535,7 @@ PyObject *program_spec_from_uop(PyObject *prg_obj) {
       Py_DECREF(sz);
     }
   }
-  if (!(name = PyObject_GetAttrString(sink->arg, "name"))) goto end;
+  if (!(name = getattr_literal(sink->arg, "name"))) goto end;
   int has_aux = PyObject_IsTrue(prg->arg);
   if (has_aux < 0 || !(aux = has_aux ? PySequence_List(prg->arg) : PyList_New(0))) goto end;
   PyObject *kw = Py_BuildValue("{sO}", "key", arg_getter);

@@ -163,7 +163,7 @@ static PyObject *reshape_rngs(PyObject *in_shape, PyObject *arg, PyObject *rngs)
   PyObject *subbed = inv ? (PyObject *)uop_substitute(sink, sub) : NULL;
   UOp *res = subbed ? apply_reshape(in_shape, arg, (UOp *)subbed) : NULL;
   PyObject *back = res ? (PyObject *)uop_substitute(res, inv) : NULL;
-  if (back) ret = PyObject_GetAttrString(back, "src");
+  if (back) ret = getattr_literal(back, "src");
   Py_DECREF(sink); Py_XDECREF(sub); Py_XDECREF(inv); Py_XDECREF(subbed); Py_XDECREF(res); Py_XDECREF(back);
   return ret;
 }

@@ -188,7 +188,7 @@ RULE(late_buffer_view, t, b) {
     if (offset && n_lti(offset, 0) > 0) offset = n_int(0);
   }
   if (!offset) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tuple index out of range"); return NULL; }
-  UOp *base = (UOp *)pool_keep(PyObject_GetAttrString((PyObject *)found, "base"));
+  UOp *base = (UOp *)pool_keep(getattr_literal((PyObject *)found, "base"));
   PyObject *arg = pool_keep(PyTuple_Pack(2, size, offset));
   UOp *bv = arg ? u_make(OP_BUFFER_VIEW, t->dtype, &base, 1, arg, uop_tag(t)) : NULL;
   if (!bv) return NULL;
@@ -240,7 +240,7 @@ RULE(bufferize_to_store, x, idx) {
   if (!pos) { PyErr_Format(PyExc_AssertionError, "no zero sized or symbolic sized buffers %S", size); return NULL; }
   Py_ssize_t nsize = PyLong_AsSsize_t(size);
   if (nsize == -1 && PyErr_Occurred()) return NULL;
-  PyObject *as = pool_keep(PyObject_GetAttrString(x->arg, "addrspace")), *asv = as ? pool_keep(PyObject_GetAttrString(as, "value")) : NULL;
+  PyObject *as = pool_keep(getattr_literal(x->arg, "addrspace")), *asv = as ? pool_keep(getattr_literal(as, "value")) : NULL;
   long asid = asv ? PyLong_AsLong(asv) : -1;
   if (asid == -1 && (!asv || PyErr_Occurred())) return NULL;
   if (asid < ADDRSPACE_GLOBAL || asid > ADDRSPACE_REG) { PyErr_SetString(PyExc_ValueError, "bad addrspace"); return NULL; }
@@ -254,7 +254,7 @@ RULE(bufferize_to_store, x, idx) {
     if (target->op != OP_INDEX) { PyErr_Format(PyExc_AssertionError, "%U is not index", ops_str[target->op]); return NULL; }
     UOp *tgt = u_make(OP_INDEX, sdtype, target->src, target->nsrc, target->arg, uop_tag(target));
     UOp *ret = u_after(target->src[0], u_end(u_store(tgt, asrc, uop_tag(x)), rngs));
-    UOp *base = (UOp *)pool_keep(PyObject_GetAttrString((PyObject *)mops, "base"));
+    UOp *base = (UOp *)pool_keep(getattr_literal((PyObject *)mops, "base"));
     if (!base || !ret) return NULL;
     PyObject *chain = pool_keep(PyList_New(0));   /* the movement ops from the top down to base */
     for (UOp *w = mops; chain && w != base; w = w->src[0])
@@ -273,7 +273,7 @@ RULE(bufferize_to_store, x, idx) {
     /* an outer-world reduce: zero the buffer over the outer range, then accumulate into it */
     if (asid != ADDRSPACE_GLOBAL) { PyErr_SetString(PyExc_AssertionError, "outer reduce needs a global buffer"); return NULL; }
     UOp *outer = red->src[1];
-    PyObject *dev = pool_keep(PyObject_GetAttrString(x->arg, "device"));
+    PyObject *dev = pool_keep(getattr_literal(x->arg, "device"));
     UOp *buf = dev ? new_buffer(ctx, x, dev, size) : NULL;
     if (!buf) return NULL;
     Py_ssize_t na = PyTuple_GET_SIZE(outer->arg);
@@ -294,7 +294,7 @@ RULE(bufferize_to_store, x, idx) {
   }
 
   if (asid == ADDRSPACE_GLOBAL) {
-    PyObject *dev = pool_keep(PyObject_GetAttrString(x->arg, "device"));
+    PyObject *dev = pool_keep(getattr_literal(x->arg, "device"));
     UOp *buf = dev ? new_buffer(ctx, x, dev, size) : NULL;
     UOp *st = buf ? u_store(u_index(buf, idx, sdtype), val, uop_tag(x)) : NULL;
     return u_after(buf, u_end(st, rngs));
@@ -388,10 +388,10 @@ static PatternMatcher *concat(PatternMatcher *const *pms, int n) {
 
 int tinyc_init_rangeify(PyObject *m) {
   PyObject *bi = PyImport_ImportModule("builtins"), *opmod = PyImport_ImportModule("operator");
-  if (bi) { fn_next = PyObject_GetAttrString(bi, "next"); fn_sorted = PyObject_GetAttrString(bi, "sorted"); }
+  if (bi) { fn_next = getattr_literal(bi, "next"); fn_sorted = getattr_literal(bi, "sorted"); }
   if (opmod) key_arg = PyObject_CallMethod(opmod, "attrgetter", "s", "arg");
   Py_XDECREF(bi); Py_XDECREF(opmod);
-  opt_type = PyObject_GetAttrString(m, "Opt");
+  opt_type = getattr_literal(m, "Opt");
   axis_outer = native_eval("AxisType.OUTER");
   axis_loop = native_eval("AxisType.LOOP");
   if (!fn_next || !fn_sorted || !key_arg || !opt_type || !axis_outer || !axis_loop) return -1;

@@ -847,7 +847,7 @@ static PyObject *UOp_ptrdtype(UOp *self, void *c) {
 PyObject *uop_device(UOp *u) {
   while (u->flags & UOP_FLAG_HAS_DEVICE) {
     if (u->op == OP_DEVICE) return Py_NewRef(u->arg);
-    if (u->op == OP_BUFFERIZE) return PyObject_GetAttrString(u->arg, "device");
+    if (u->op == OP_BUFFERIZE) return getattr_literal(u->arg, "device");
     if ((u->op == OP_COPY || u->op == OP_BUFFER || u->op == OP_ALLREDUCE) && u->nsrc > 1) { u = u->src[1]; continue; }
     UOp *next = NULL;
     for (int i = 0; i < u->nsrc && !next; i++)
@@ -1161,7 +1161,7 @@ static const Dataclass uop_dataclass = {uop_fields, .identity_eq = true};
 
 int tinyc_init_uop(PyObject *m) {
   PyObject *hashlib = PyImport_ImportModule("hashlib");
-  if (!hashlib || !(hashlib_sha256 = PyObject_GetAttrString(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
+  if (!hashlib || !(hashlib_sha256 = getattr_literal(hashlib, "sha256"))) { Py_XDECREF(hashlib); return -1; }
   Py_DECREF(hashlib);
   find_libcrypto();
   if (!(table = PyMem_Calloc(TABLE_MIN_CAP, sizeof(UOp *)))) { PyErr_NoMemory(); return -1; }

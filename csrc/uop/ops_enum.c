@@ -2,6 +2,7 @@
  * Everything is generated from the one list in ops_list.h. */
 #include "ops_enum.h"
 #include "../helpers/enum.h"
+#include "../helpers.h"
 
 const char *const op_names[OP_COUNT] = {
   NULL,
@@ -94,9 +95,9 @@ int op_from_object(PyObject *o) {
 static PyObject *make_named_enum(const char *base, const char *clsname, const char *const *names) {
   PyObject *cls = tinyc_make_enum(base, clsname, names);
   if (!cls) return NULL;
-  PyObject *enum_mod = PyImport_ImportModule("enum"), *enum_cls = enum_mod ? PyObject_GetAttrString(enum_mod, "Enum") : NULL;
-  PyObject *str = enum_cls ? PyObject_GetAttrString(enum_cls, "__str__") : NULL;
-  PyObject *fmt = enum_cls ? PyObject_GetAttrString(enum_cls, "__format__") : NULL;
+  PyObject *enum_mod = PyImport_ImportModule("enum"), *enum_cls = enum_mod ? getattr_literal(enum_mod, "Enum") : NULL;
+  PyObject *str = enum_cls ? getattr_literal(enum_cls, "__str__") : NULL;
+  PyObject *fmt = enum_cls ? getattr_literal(enum_cls, "__format__") : NULL;
   int rc = str && fmt && PyObject_SetAttrString(cls, "__str__", str) == 0 && PyObject_SetAttrString(cls, "__repr__", str) == 0 &&
            PyObject_SetAttrString(cls, "__format__", fmt) == 0 ? 0 : -1;
   Py_XDECREF(enum_mod); Py_XDECREF(enum_cls); Py_XDECREF(str); Py_XDECREF(fmt);

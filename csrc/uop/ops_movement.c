@@ -293,7 +293,7 @@ int movement_shape(UOp *u, PyObject *ps, PyObject **out) {
   }
   case OP_BUFFERIZE: return (*out = bufferize_shape(u)) ? 1 : -1;
   case OP_KERNEL: {
-    PyObject *ast = PyObject_GetAttrString(u->arg, "ast"), *shape = ast ? PyObject_GetAttrString(ast, "_shape") : NULL;
+    PyObject *ast = getattr_literal(u->arg, "ast"), *shape = ast ? getattr_literal(ast, "_shape") : NULL;
     Py_XDECREF(ast);
     return shape_from_arg(u, shape, out);
   }
@@ -453,9 +453,9 @@ PyGetSetDef uop_movement_getset[] = {
 };
 
 int tinyc_init_uop_movement(PyObject *m) {
-  fn_resolve = PyObject_GetAttrString(m, "resolve");
-  fn_ssimplify = PyObject_GetAttrString(m, "ssimplify");
+  fn_resolve = getattr_literal(m, "resolve");
+  fn_ssimplify = getattr_literal(m, "ssimplify");
   PyObject *bi = PyImport_ImportModule("builtins");
-  if (bi) { fn_zip = PyObject_GetAttrString(bi, "zip"); fn_sorted = PyObject_GetAttrString(bi, "sorted"); Py_DECREF(bi); }
+  if (bi) { fn_zip = getattr_literal(bi, "zip"); fn_sorted = getattr_literal(bi, "sorted"); Py_DECREF(bi); }
   return fn_resolve && fn_ssimplify && fn_zip && fn_sorted ? 0 : -1;
 }

@@ -1060,7 +1060,7 @@ int tinyc_init_uop_range(PyObject *m) {
   if (PyModule_AddFunctions(m, range_functions) < 0) return -1;
   PyObject *math = PyImport_ImportModule("math");
   if (!math) return -1;
-  math_gcd = PyObject_GetAttrString(math, "gcd");
+  math_gcd = getattr_literal(math, "gcd");
   Py_DECREF(math);
   return math_gcd ? 0 : -1;
 }

@@ -13,6 +13,25 @@ typedef struct { UOp *n, *new_n; uint32_t stage, at; } Frame;
 /* a ring-buffer deque of frames; the capacity is a power of two */
 typedef struct { Frame *buf; size_t cap, head, len; } Deque;
 
+/* The buffers of a finished rewrite, kept for the next one: codegen runs some twenty rewrites per kernel, and growing a
+ * fresh stack and entry array for each cost a small kernel more than its walk. One spare of each kind, taken and given
+ * back under the GIL; a buffer past SPARE_MAX_BYTES is freed instead. */
+typedef struct { void *buf; size_t cap; } Spare;
+static Spare spare_frames, spare_entries;
+#define SPARE_MAX_BYTES ((size_t)1 << 22)
+
+static void *spare_take(Spare *s, size_t *cap) {
+  void *buf = s->buf;
+  *cap = s->cap;
+  s->buf = NULL, s->cap = 0;
+  return buf;
+}
+static void spare_give(Spare *s, void *buf, size_t cap, size_t item_size) {
+  if (!buf || cap * item_size > SPARE_MAX_BYTES || (s->buf && s->cap >= cap)) { PyMem_Free(buf); return; }
+  PyMem_Free(s->buf);
+  s->buf = buf, s->cap = cap;
+}
+
 static __attribute__((noinline)) int deque_grow(Deque *d) {
   size_t cap = d->cap ? d->cap * 2 : 256;
   Frame *buf = PyMem_Malloc(cap * sizeof(Frame));
@@ -91,8 +110,12 @@ static int nodemap_init(NodeMap *m, size_t cap) {
     rewrite_last_id = rewrite_last_id % RW_ID_MAX + 1;
     if (++tries > RW_ID_MAX) { PyErr_SetString(PyExc_RecursionError, "too many graph_rewrites running at once"); return -1; }
   } while (running(rewrite_last_id));
-  m->id = rewrite_last_id, m->cap = cap, m->thread = PyThread_get_thread_ident();
-  if (!(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
+  m->id = rewrite_last_id, m->thread = PyThread_get_thread_ident();
+  size_t spare_cap;
+  m->e = spare_take(&spare_entries, &spare_cap);
+  if (m->e && spare_cap < cap) PyMem_Free(m->e), m->e = NULL;
+  m->cap = m->e ? spare_cap : cap;
+  if (!m->e && !(m->e = PyMem_Malloc(cap * sizeof(Entry)))) { PyErr_NoMemory(); return -1; }
   m->next_active = active_rewrites, active_rewrites = m;
   return 0;
 }
@@ -103,7 +126,8 @@ static void nodemap_free(NodeMap *m) {
     Saved *sv = &m->saved[i];
     if (sv->u->rw_id == m->id) sv->u->rw_id = sv->id, sv->u->rw_idx = sv->idx;
   }
-  PyMem_Free(m->e); PyMem_Free(m->saved);
+  spare_give(&spare_entries, m->e, m->cap, sizeof(Entry));
+  PyMem_Free(m->saved);
   ptrmap_free(&m->side);
 }
 /* the node's entry, added if missing; valid until the next add */
@@ -259,6 +283,7 @@ end:
 
 static UOp *unified_rewrite(Rewriter *rw, UOp *root) {
   Deque stack = {0};
+  stack.buf = spare_take(&spare_frames, &stack.cap);
   UOp *ret = NULL;
   size_t waiting = 0;   /* frames re-queued in a row: a full lap of them means no progress is possible */
   Entry *re = nodemap_add(&rw->nodes, root);
@@ -284,7 +309,7 @@ static UOp *unified_rewrite(Rewriter *rw, UOp *root) {
   ret = get_replace(&rw->nodes, root);
   Py_XINCREF(ret);
 end:
-  PyMem_Free(stack.buf);
+  spare_give(&spare_frames, stack.buf, stack.cap, sizeof(Frame));
   return ret;
 }
 

@@ -74,7 +74,7 @@ static bool is_tuple_of_len(PyObject *v, Py_ssize_t n, bool at_least) {
 }
 
 /* x.device as the UOp property gives it: new reference */
-static PyObject *device_of(UOp *x) { return PyObject_GetAttrString((PyObject *)x, "device"); }
+static PyObject *device_of(UOp *x) { return getattr_literal((PyObject *)x, "device"); }
 
 /* prod(y[1] for y in arg) == count: the axes of an UNROLL/CONTRACT arg multiply to count */
 static int axes_multiply_to(PyObject *arg, int count) {

@@ -709,7 +709,7 @@ int tinyc_init_symbolic(PyObject *m) {
   UNUSED(m);
   if (!math_mod && !(math_mod = PyImport_ImportModule("math"))) return -1;
   if (!struct_mod && !(struct_mod = PyImport_ImportModule("struct"))) return -1;
-  if (!math_gcd && !(math_gcd = PyObject_GetAttrString(math_mod, "gcd"))) return -1;
+  if (!math_gcd && !(math_gcd = getattr_literal(math_mod, "gcd"))) return -1;
   if (native_register("propagate_invalid", pm_from_defs(propagate_invalid_defs, N(propagate_invalid_defs))) < 0) return -1;
   /* symbolic_simple = propagate_invalid + its own rules */
   if (native_register("symbolic_simple", pm_join(registered("propagate_invalid"), pm_from_defs(symbolic_simple_defs, N(symbolic_simple_defs)))) < 0)

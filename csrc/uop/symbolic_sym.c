@@ -27,7 +27,7 @@ static bool vec_has(const PtrVec *v, const void *p) {
 /* x in u.toposort() (also u.backward_slice_with_self): u itself or a node below it. 1, 0, or -1 */
 static int in_toposort(UOp *x, UOp *u) {
   if (x == u) return 1;
-  PyObject *slice = PyObject_GetAttrString((PyObject *)u, "backward_slice");
+  PyObject *slice = getattr_literal((PyObject *)u, "backward_slice");
   int rc = slice ? PyDict_Contains(slice, (PyObject *)x) : -1;
   Py_XDECREF(slice);
   return rc;
@@ -36,7 +36,7 @@ static int in_toposort(UOp *x, UOp *u) {
 /* u.op_in_backward_slice_with_self(*ops): 1, 0, or -1 */
 static int op_in_slice_with_self(UOp *u, OpSet ops) {
   if (opset_has(ops, u->op)) return 1;
-  PyObject *slice = PyObject_GetAttrString((PyObject *)u, "backward_slice"), *k, *v;
+  PyObject *slice = getattr_literal((PyObject *)u, "backward_slice"), *k, *v;
   if (!slice) return -1;
   Py_ssize_t pos = 0;
   int found = 0;
@@ -371,7 +371,7 @@ static int indexes_within(UOp *c, UOp *x) {
     int in = in_toposort(c, x);
     if (in <= 0) return in;
   }
-  PyObject *slice = PyObject_GetAttrString((PyObject *)c, "backward_slice"), *k, *v;
+  PyObject *slice = getattr_literal((PyObject *)c, "backward_slice"), *k, *v;
   if (!slice) return -1;
   Py_ssize_t pos = 0;
   int ok = 1;
@@ -486,7 +486,7 @@ RULE(store_gated_alt, index, store, alt, gate) {
   if (!args) return NULL;
   PyTuple_SET_ITEM(args, 0, Py_NewRef((PyObject *)alt));
   for (int k = 2; k < store->nsrc; k++) PyTuple_SET_ITEM(args, k - 1, Py_NewRef((PyObject *)store->src[k]));
-  PyObject *fn = pool_keep(PyObject_GetAttrString((PyObject *)gated, "store"));
+  PyObject *fn = pool_keep(getattr_literal((PyObject *)gated, "store"));
   return fn ? KEEP(PyObject_Call(fn, args, NULL)) : NULL;
 }
 
@@ -628,7 +628,7 @@ static PatternMatcher *registered(const char *name, PatternMatcher *pm) {
 
 int tinyc_init_symbolic_sym(PyObject *m) {
   PyObject *math = PyImport_ImportModule("math");
-  math_nan = math ? PyObject_GetAttrString(math, "nan") : NULL;
+  math_nan = math ? getattr_literal(math, "nan") : NULL;
   Py_XDECREF(math);
   if (!math_nan || read_image_env() < 0 || PyModule_AddFunctions(m, sym_functions) < 0) return -1;
   PatternMatcher *simplify_valid_pm = registered("pm_simplify_valid", pm_from_defs(pm_simplify_valid_defs, N(pm_simplify_valid_defs)));

@@ -695,7 +695,7 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
   }
   if (fn) {   /* does the callable take ctx? (tinygrad asks inspect.signature) */
     PyObject *inspect = PyImport_ImportModule("inspect"), *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", fn) : NULL;
-    PyObject *params = sig ? PyObject_GetAttrString(sig, "parameters") : NULL, *ctx_name = PyUnicode_FromString("ctx");
+    PyObject *params = sig ? getattr_literal(sig, "parameters") : NULL, *ctx_name = PyUnicode_FromString("ctx");
     int has = params && ctx_name ? PySequence_Contains(params, ctx_name) : -1;
     Py_XDECREF(ctx_name);
     Py_XDECREF(inspect); Py_XDECREF(sig); Py_XDECREF(params);

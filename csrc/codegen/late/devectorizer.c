@@ -348,7 +348,7 @@ static int attr_truth(PyObject *o, const char *name) {
   return r;
 }
 static int device_is(PyObject *ctx, const char *dev) {
-  PyObject *v = PyObject_GetAttrString(ctx, "device");
+  PyObject *v = getattr_literal(ctx, "device");
   int r = v ? (PyUnicode_Check(v) && PyUnicode_CompareWithASCIIString(v, dev) == 0) : -1;
   Py_XDECREF(v);
   return r;
@@ -790,7 +790,7 @@ RULE(reduce_to_acc, red) {
   UList lst = {0}, inputs = {0};
   UOp *acc = NULL, *zero = u_const(DTYPE(INT32), n_int(0));
   if (nred) {
-    PyObject *num = PyObject_GetAttrString(ctx, "acc_num");
+    PyObject *num = getattr_literal(ctx, "acc_num");
     acc = num ? u_new(OP_DEFINE_REG, dtype_ptr(red->dtype, 1, ADDRSPACE_REG), NULL, 0, num) : NULL;
     Py_XDECREF(num);
     UOp *identity = u_const(red->dtype, identity_element(op, dtype_scalar(red->dtype)));

@@ -715,7 +715,7 @@ static int sort_siblings(CFG *c, UOp **sibs, Py_ssize_t n) {
  * RANGE and END below a node), without building the slice */
 static int in_slice(CFG *c, UOp *x, UOp *r) {
   if (r->op == OP_RANGE || r->op == OP_END) return deps_has(deps_of(c, x), r);
-  PyObject *slice = PyObject_GetAttrString((PyObject *)x, "backward_slice_with_self");
+  PyObject *slice = getattr_literal((PyObject *)x, "backward_slice_with_self");
   int has = slice ? PyDict_Contains(slice, (PyObject *)r) : -1;
   Py_XDECREF(slice);
   return has;
@@ -780,7 +780,7 @@ PyObject *cfg_edges(UOp *sink) {
 /* a RANGE with an END it must follow gets that END as one more source (ctx: the edges dict, or an
  * object with .edges as tinygrad's CFGContext) */
 RULE(range_after_sibling, x) {
-  PyObject *edges = PyDict_Check(ctx) ? Py_NewRef(ctx) : PyObject_GetAttrString(ctx, "edges");
+  PyObject *edges = PyDict_Check(ctx) ? Py_NewRef(ctx) : getattr_literal(ctx, "edges");
   if (!edges) return NULL;
   PyObject *y = PyObject_GetItem(edges, (PyObject *)x);
   Py_DECREF(edges);
@@ -810,10 +810,10 @@ static PyObject *attrgetter_arg;   /* operator.attrgetter("arg") */
 /* END(x, r...) -> END(END(x, innermost), ...): the ranges of the ended ones, highest arg innermost */
 RULE(split_end, e) {
   UOp *group = u_new(OP_SINK, DTYPE(VOID), e->src + 1, e->nsrc - 1, NULL);
-  PyObject *ranges = group ? pool_keep(PyObject_GetAttrString((PyObject *)group, "ranges")) : NULL;
+  PyObject *ranges = group ? pool_keep(getattr_literal((PyObject *)group, "ranges")) : NULL;
   PyObject *order = ranges ? pool_keep(PySequence_List(ranges)) : NULL;
   PyObject *kwargs = order ? pool_keep(Py_BuildValue("{sOsO}", "key", attrgetter_arg, "reverse", Py_True)) : NULL;
-  PyObject *sort = kwargs ? pool_keep(PyObject_GetAttrString(order, "sort")) : NULL, *empty = sort ? pool_keep(PyTuple_New(0)) : NULL;
+  PyObject *sort = kwargs ? pool_keep(getattr_literal(order, "sort")) : NULL, *empty = sort ? pool_keep(PyTuple_New(0)) : NULL;
   if (!empty || !pool_keep(PyObject_Call(sort, empty, kwargs))) return NULL;
   UOp *ret = e->src[0];
   for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(order); i++)

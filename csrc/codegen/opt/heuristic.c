@@ -90,9 +90,9 @@ static int resolve(PyObject *x, int dflt) {
   return ret;
 }
 
-/* a renderer attribute's truth: 1, 0 or -1 */
+/* a renderer attribute's truth: 1, 0 or -1 (name: a string literal, getattr_literal) */
 static int ren_truth(PyObject *ren, const char *name) {
-  PyObject *v = PyObject_GetAttrString(ren, name);
+  PyObject *v = getattr_literal(ren, name);
   int ret = v ? PyObject_IsTrue(v) : -1;
   Py_XDECREF(v);
   return ret;
@@ -440,7 +440,7 @@ static PyObject *upcast_choices(PyObject *k, PyObject *upcasted, bool is_dsp) {
 
 /* while the output is big and the upcasts small, upcast the axis the buffers move least along */
 static int more_upcasts(PyObject *k) {
-  PyObject *ren = scheduler_ren(k), *dev = ren && ren != Py_None ? PyObject_GetAttrString(ren, "device") : NULL;
+  PyObject *ren = scheduler_ren(k), *dev = ren && ren != Py_None ? getattr_literal(ren, "device") : NULL;
   int is_dsp = !ren ? -1 : ren == Py_None ? 0 : dev ? (PyUnicode_Check(dev) && PyUnicode_CompareWithASCIIString(dev, "DSP") == 0) : -1;
   Py_XDECREF(dev);
   PyObject *upcasted = is_dsp >= 0 ? PySet_New(NULL) : NULL;
@@ -622,7 +622,7 @@ static int last_is_thread(PyObject *k) {
   PyObject *ao = scheduler_applied_opts(k);
   if (!ao) return -1;
   if (!PyList_GET_SIZE(ao)) return 0;
-  PyObject *op = PyObject_GetAttrString(PyList_GET_ITEM(ao, PyList_GET_SIZE(ao) - 1), "op");
+  PyObject *op = getattr_literal(PyList_GET_ITEM(ao, PyList_GET_SIZE(ao) - 1), "op");
   int ret = op ? op == optops_members[OPTOPS_THREAD] : -1;
   Py_XDECREF(op);
   return ret;
@@ -648,7 +648,7 @@ static int threads(PyObject *k) {
   PyObject *ren = scheduler_ren(k);
   int ht = ren ? ren_truth(ren, "has_threads") : -1;
   if (ht <= 0) return ht;
-  PyObject *gm = PyObject_GetAttrString(ren, "global_max");
+  PyObject *gm = getattr_literal(ren, "global_max");
   if (!gm || gm == Py_None) { Py_XDECREF(gm); return gm ? 0 : -1; }
   int ret = 0;
   for (size_t i = 0; ret == 0 && i < sizeof counts / sizeof *counts; i++) {

@@ -2,6 +2,7 @@
 #include "opt.h"
 #include "../../helpers/dataclass.h"
 #include "../../helpers/enum.h"
+#include "../../helpers.h"
 #include <limits.h>
 
 PyObject *optops_members[OPTOPS_COUNT];
@@ -27,8 +28,8 @@ int optops_id(PyObject *o) {
 static PyObject *optops_lt(PyObject *self, PyObject *other) {
   int a = optops_id(self), b = optops_id(other);
   if (a && b) return PyBool_FromLong(a < b);
-  PyObject *ret = NULL, *va = PyObject_GetAttrString(self, "value");
-  PyObject *vb = va ? PyObject_GetAttrString(other, "value") : NULL;
+  PyObject *ret = NULL, *va = getattr_literal(self, "value");
+  PyObject *vb = va ? getattr_literal(other, "value") : NULL;
   if (vb) ret = PyObject_RichCompare(va, vb, Py_LT);
   Py_XDECREF(va); Py_XDECREF(vb);
   return ret;

@@ -61,7 +61,7 @@ static void opt_error(const char *fmt, ...) {
 
 /* x.arg[-1]: the axis type of a RANGE (new reference); through the object API, so a non-tuple arg raises as in Python */
 static PyObject *arg_last(PyObject *u) {
-  PyObject *arg = PyObject_GetAttrString(u, "arg");
+  PyObject *arg = getattr_literal(u, "arg");
   if (!arg) return NULL;
   PyObject *ret = PyObject_GetItem(arg, PYM1);
   Py_DECREF(arg);
@@ -69,7 +69,7 @@ static PyObject *arg_last(PyObject *u) {
 }
 /* x.arg[0:-1] as a tuple (new reference) */
 static PyObject *arg_head(PyObject *u) {
-  PyObject *arg = PyObject_GetAttrString(u, "arg");
+  PyObject *arg = getattr_literal(u, "arg");
   if (!arg) return NULL;
   PyObject *ret = NULL;
   if (PyTuple_Check(arg)) ret = PyTuple_GetSlice(arg, 0, PyTuple_GET_SIZE(arg) - 1);
@@ -90,20 +90,21 @@ static int axis_in(PyObject *u, int n, ...) {
   return ret;
 }
 static PyObject *src_of(PyObject *u, Py_ssize_t i) {   /* u.src[i], new reference */
-  PyObject *src = PyObject_GetAttrString(u, "src");
+  PyObject *src = getattr_literal(u, "src");
   if (!src) return NULL;
   PyObject *ret = PySequence_GetItem(src, i);
   Py_DECREF(src);
   return ret;
 }
 static PyObject *vmax_plus_1(PyObject *u) {   /* u.vmax+1 */
-  PyObject *v = PyObject_GetAttrString(u, "vmax");
+  PyObject *v = getattr_literal(u, "vmax");
   if (!v) return NULL;
   PyObject *ret = PyNumber_Add(v, PY1);
   Py_DECREF(v);
   return ret;
 }
-static PyObject *ren_attr(SchedulerObject *s, const char *name) { return PyObject_GetAttrString(s->ren, name); }
+/* name: a string literal (getattr_literal) */
+static PyObject *ren_attr(SchedulerObject *s, const char *name) { return getattr_literal(s->ren, name); }
 static int ren_truth(SchedulerObject *s, const char *name) {
   PyObject *v = ren_attr(s, name);
   int ret = v ? PyObject_IsTrue(v) : -1;
@@ -152,7 +153,7 @@ done:
 
 /* rngs: the RANGEs of the AST that run more than once, in order of axis type (axis_to_pos), then arg */
 static PyObject *rngs_of(PyObject *ast) {
-  PyObject *bs = PyObject_GetAttrString(ast, "backward_slice"), *items = PyList_New(0), *keys = PyList_New(0), *ret = NULL;
+  PyObject *bs = getattr_literal(ast, "backward_slice"), *items = PyList_New(0), *keys = PyList_New(0), *ret = NULL;
   PyObject *k, *v;
   Py_ssize_t pos = 0;
   if (!bs || !items || !keys) goto done;
@@ -260,7 +261,7 @@ static PyObject *sched_int_dims(SchedulerObject *s, unsigned mask) {
 }
 
 static PyObject *sched_reduceops(SchedulerObject *s) {
-  PyObject *bs = PyObject_GetAttrString(s->ast, "backward_slice"), *ret = bs ? PyList_New(0) : NULL, *k, *v;
+  PyObject *bs = getattr_literal(s->ast, "backward_slice"), *ret = bs ? PyList_New(0) : NULL, *k, *v;
   Py_ssize_t pos = 0;
   while (ret && PyDict_Check(bs) && PyDict_Next(bs, &pos, &k, &v))
     if (UOp_Check(k) && ((UOp *)k)->op == OP_REDUCE && PyList_Append(ret, k) < 0) Py_CLEAR(ret);
@@ -303,7 +304,7 @@ static PyObject *sched_output_rngs(SchedulerObject *s) {
     UOp *e = ast->src[i];
     if (e->op != OP_END) continue;
     UOp *sink = uop_new(OP_SINK, DTYPE(VOID), e->src + 1, e->nsrc - 1, NULL, NULL);
-    PyObject *rs = sink ? PyObject_GetAttrString((PyObject *)sink, "ranges") : NULL, *it = rs ? PyObject_GetIter(rs) : NULL, *r;
+    PyObject *rs = sink ? getattr_literal((PyObject *)sink, "ranges") : NULL, *it = rs ? PyObject_GetIter(rs) : NULL, *r;
     Py_XDECREF(sink);
     if (!it) { Py_XDECREF(rs); Py_CLEAR(ret); break; }
     while ((r = PyIter_Next(it))) {
@@ -329,7 +330,7 @@ static PyObject *sched_globalizable_rngs(SchedulerObject *s) {
   for (Py_ssize_t i = 0; ret && i < PyList_GET_SIZE(topo); i++) {
     UOp *x = (UOp *)PyList_GET_ITEM(topo, i);
     if (x->op != OP_BUFFERIZE) continue;
-    PyObject *rs = PyObject_GetAttrString((PyObject *)x, "ranges"), *kept = rs ? PyList_New(0) : NULL;
+    PyObject *rs = getattr_literal((PyObject *)x, "ranges"), *kept = rs ? PyList_New(0) : NULL;
     for (Py_ssize_t j = 0; kept && j < PyList_GET_SIZE(ret); j++) {
       int in = PySequence_Contains(rs, PyList_GET_ITEM(ret, j));
       if (in < 0 || (in && PyList_Append(kept, PyList_GET_ITEM(ret, j)) < 0)) Py_CLEAR(kept);
@@ -442,7 +443,7 @@ static PyObject *sched_shift_to(SchedulerObject *s, PyObject *rng, PyObject *amo
   if (!new_rng) goto done;
   if (!(cst = PyObject_CallMethod((PyObject *)&UOp_Type, "const", "OO", (PyObject *)DTYPE(INT32), old_sz))) goto done;
   {
-    PyObject *kw = Py_BuildValue("{s(O)}", "src", cst), *empty = kw ? PyTuple_New(0) : NULL, *rep = empty ? PyObject_GetAttrString(rng, "replace") : NULL;
+    PyObject *kw = Py_BuildValue("{s(O)}", "src", cst), *empty = kw ? PyTuple_New(0) : NULL, *rep = empty ? getattr_literal(rng, "replace") : NULL;
     if (rep) replaced = PyObject_Call(rep, empty, kw);
     Py_XDECREF(kw); Py_XDECREF(empty); Py_XDECREF(rep);
   }
@@ -521,7 +522,7 @@ static PyObject *sched_opt_rng(SchedulerObject *s, Py_ssize_t real_axis) {
 
 static int applied_has_tc(SchedulerObject *s) {
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(s->applied_opts); i++) {
-    PyObject *o = PyList_GET_ITEM(s->applied_opts, i), *op = PyObject_GetAttrString(o, "op");
+    PyObject *o = PyList_GET_ITEM(s->applied_opts, i), *op = getattr_literal(o, "op");
     if (!op) return -1;
     int tc = op == optops_members[OPTOPS_TC];
     Py_DECREF(op);
@@ -532,14 +533,14 @@ static int applied_has_tc(SchedulerObject *s) {
 
 /* GROUP/GROUPTOP: the first REDUCE that has rng among the ranges of its range sources must not sit inside another reduce */
 static int check_group_not_nested(SchedulerObject *s, PyObject *rng) {
-  PyObject *bs = PyObject_GetAttrString(s->ast, "backward_slice"), *k, *v, *reduce = NULL;
+  PyObject *bs = getattr_literal(s->ast, "backward_slice"), *k, *v, *reduce = NULL;
   Py_ssize_t pos = 0;
   if (!bs) return -1;
   while (!reduce && PyDict_Next(bs, &pos, &k, &v)) {
     UOp *u = (UOp *)k;
     if (!UOp_Check(k) || u->op != OP_REDUCE) continue;
     for (uint32_t i = 1; i < u->nsrc && !reduce; i++) {
-      PyObject *rs = PyObject_GetAttrString((PyObject *)u->src[i], "ranges");
+      PyObject *rs = getattr_literal((PyObject *)u->src[i], "ranges");
       int in = rs ? PySequence_Contains(rs, rng) : -1;
       Py_XDECREF(rs);
       if (in < 0) { Py_DECREF(bs); return -1; }
@@ -548,7 +549,7 @@ static int check_group_not_nested(SchedulerObject *s, PyObject *rng) {
   }
   Py_DECREF(bs);
   if (!reduce) { PyErr_SetString(PyExc_IndexError, "list index out of range"); return -1; }
-  PyObject *rs = PyObject_GetAttrString(reduce, "ranges"), *it = rs ? PyObject_GetIter(rs) : NULL, *r;
+  PyObject *rs = getattr_literal(reduce, "ranges"), *it = rs ? PyObject_GetIter(rs) : NULL, *r;
   int bad = 0;
   while (it && !bad && (r = PyIter_Next(it))) {
     bad = axis_in(r, 3, AXIS_REDUCE, AXIS_UNROLL, AXIS_GROUP_REDUCE);
@@ -659,7 +660,7 @@ static long allow_tf32;   /* tinygrad's ALLOW_TF32, a ContextVar */
 
 /* x.arg[0] (new reference) */
 static PyObject *arg_first(PyObject *u) {
-  PyObject *arg = PyObject_GetAttrString(u, "arg"), *ret = arg ? PySequence_GetItem(arg, 0) : NULL;
+  PyObject *arg = getattr_literal(u, "arg"), *ret = arg ? PySequence_GetItem(arg, 0) : NULL;
   Py_XDECREF(arg);
   return ret;
 }
@@ -682,7 +683,7 @@ done:
 
 /* the ranges of a that b does not have, by id descending */
 static PyObject *own_ranges(PyObject *a, PyObject *b) {
-  PyObject *ra = PyObject_GetAttrString(a, "ranges"), *rb = ra ? PyObject_GetAttrString(b, "ranges") : NULL;
+  PyObject *ra = getattr_literal(a, "ranges"), *rb = ra ? getattr_literal(b, "ranges") : NULL;
   PyObject *it = rb ? PyObject_GetIter(ra) : NULL, *own = it ? PyList_New(0) : NULL, *r, *ret = NULL;
   while (own && (r = PyIter_Next(it))) {
     int in = PySequence_Contains(rb, r);
@@ -1120,7 +1121,7 @@ static int apply_padto(SchedulerObject *s, OptObject *opt, PyObject *rng) {
   Py_XDECREF(iv); Py_XDECREF(am1); Py_XDECREF(t);
   if (!new_sz || !(sz = vmax_plus_1(rng)) || !(four = PyLong_FromLong(4)) || !(q = PyNumber_FloorDivide(new_sz, four))) goto fail;
   CHECK(lt_bool(sz, q, Py_GT), "pad adds more than quadruple the work");
-  if (!(rarg = PyObject_GetAttrString(rng, "arg"))) goto fail;
+  if (!(rarg = getattr_literal(rng, "arg"))) goto fail;
   {
     PyObject *first = PyTuple_Pack(1, new_sz), *targs = first ? PySequence_Concat(first, rarg) : NULL;
     if (targs) replaced = PyObject_Call(uop_range_fn, targs, NULL);
@@ -1132,7 +1133,7 @@ static int apply_padto(SchedulerObject *s, OptObject *opt, PyObject *rng) {
     UOp *b = (UOp *)PyList_GET_ITEM(bufs, i);
     if (b->nsrc < 2) { PyErr_SetString(PyExc_IndexError, "tuple index out of range"); goto fail; }
     PyObject *idx = (PyObject *)uop_get_idx(b->src[1]);
-    PyObject *bsl = idx ? PyObject_GetAttrString(idx, "backward_slice_with_self") : NULL;
+    PyObject *bsl = idx ? getattr_literal(idx, "backward_slice_with_self") : NULL;
     int in = bsl ? PySequence_Contains(bsl, rng) : -1;
     Py_XDECREF(bsl);
     if (in <= 0) { Py_XDECREF(idx); if (in < 0) goto fail; continue; }
@@ -1302,7 +1303,7 @@ static int sched_init_fields(SchedulerObject *s, PyObject *ast, PyObject *ren) {
   PyObject *arg = ((UOp *)ast)->arg, *opts;
   s->dont_use_locals = 0;
   if (arg != Py_None) {
-    PyObject *d = PyObject_GetAttrString(arg, "dont_use_locals"), *ao = d ? PyObject_GetAttrString(arg, "applied_opts") : NULL;
+    PyObject *d = getattr_literal(arg, "dont_use_locals"), *ao = d ? getattr_literal(arg, "applied_opts") : NULL;
     int t = d ? PyObject_IsTrue(d) : -1;
     Py_XDECREF(d);
     opts = ao ? PySequence_List(ao) : NULL;
@@ -1647,7 +1648,7 @@ PyObject *(*postrange_beam_hook)(PyObject *k, UOp *ast, PyObject *ren, long amt)
 
 /* opts_to_apply of the KernelInfo: a new reference, None when there is no KernelInfo */
 static PyObject *opts_to_apply(UOp *ast) {
-  return ast->arg == Py_None ? Py_NewRef(Py_None) : PyObject_GetAttrString(ast->arg, "opts_to_apply");
+  return ast->arg == Py_None ? Py_NewRef(Py_None) : getattr_literal(ast->arg, "opts_to_apply");
 }
 
 static int apply_each(SchedulerObject *k, PyObject *opts) {
@@ -1665,7 +1666,7 @@ static int apply_each(SchedulerObject *k, PyObject *opts) {
 /* the heuristics run on a kernel no opts were applied to yet (no KernelInfo, or applied_opts == ()) */
 static int no_opts_applied(UOp *ast) {
   if (ast->arg == Py_None) return 1;
-  PyObject *ao = PyObject_GetAttrString(ast->arg, "applied_opts"), *empty = ao ? PyTuple_New(0) : NULL;
+  PyObject *ao = getattr_literal(ast->arg, "applied_opts"), *empty = ao ? PyTuple_New(0) : NULL;
   int ret = empty ? PyObject_RichCompareBool(ao, empty, Py_EQ) : -1;
   Py_XDECREF(ao); Py_XDECREF(empty);
   return ret;
@@ -1709,7 +1710,7 @@ static SchedulerObject *choose_opts(SchedulerObject *k, UOp *ast, PyObject *ren)
 /* the name the optimized kernel keeps: the KernelInfo's, unless it is the default "test" */
 static PyObject *kept_name(UOp *ast) {
   if (ast->arg == Py_None) return Py_NewRef(Py_None);
-  PyObject *n = PyObject_GetAttrString(ast->arg, "name");
+  PyObject *n = getattr_literal(ast->arg, "name");
   if (n && PyUnicode_Check(n) && PyUnicode_CompareWithASCIIString(n, "test") == 0) Py_SETREF(n, Py_NewRef(Py_None));
   return n;
 }
@@ -1779,7 +1780,7 @@ static const RuleDef undo_image_store_defs[] = {
 
 /* ren.device is one of tinygrad's image devices: 1, 0 or -1 */
 static int image_device(PyObject *ren) {
-  PyObject *dev = PyObject_GetAttrString(ren, "device");
+  PyObject *dev = getattr_literal(ren, "device");
   int ret = !dev ? -1 : PyUnicode_Check(dev) && (PyUnicode_CompareWithASCIIString(dev, "QCOM") == 0 || PyUnicode_CompareWithASCIIString(dev, "CL") == 0);
   Py_XDECREF(dev);
   return ret;
@@ -1847,8 +1848,8 @@ int tinyc_init_postrange(PyObject *m) {
       native_register("undo_image_store", undo_image_store_pm = pm_from_defs(undo_image_store_defs, N(undo_image_store_defs))) < 0) return -1;
   if (ctxvar_int("BEAM", &beam_amount) < 0) return -1;
   for (int i = 0; i < 3; i++) if (!(small_ints[i] = PyLong_FromLong(i == 2 ? -1 : i))) return -1;
-  if (!(uop_range_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "range")) ||
-      !(uop_invalid_fn = PyObject_GetAttrString((PyObject *)&UOp_Type, "invalid"))) return -1;
+  if (!(uop_range_fn = getattr_literal((PyObject *)&UOp_Type, "range")) ||
+      !(uop_invalid_fn = getattr_literal((PyObject *)&UOp_Type, "invalid"))) return -1;
   PatternMatcher *rt = pm_from_defs(remove_tags_defs, N(remove_tags_defs));
   if (rt) pm_set_form_checked(rt);   /* reads no sources */
   if (!rt || native_register("postrange_remove_tags", rt) < 0) return -1;

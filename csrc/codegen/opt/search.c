@@ -141,12 +141,12 @@ static PyObject *axes_product(PyObject *shape, PyObject *types, const AxisTypeId
 
 /* prod(tc.dims)//tc.threads of the kernel's tensor core, 1 without one */
 static PyObject *tc_upcast(PyObject *s2) {
-  PyObject *tc = PyObject_GetAttrString(s2, "tensor_core");
+  PyObject *tc = getattr_literal(s2, "tensor_core");
   if (!tc) { if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL; PyErr_Clear(); return PyLong_FromLong(1); }
   int truth = PyObject_IsTrue(tc);
   PyObject *ret = NULL, *dims = NULL, *threads = NULL;
   if (truth == 0) ret = PyLong_FromLong(1);
-  else if (truth > 0 && (dims = PyObject_GetAttrString(tc, "dims")) && (threads = PyObject_GetAttrString(tc, "threads"))) {
+  else if (truth > 0 && (dims = getattr_literal(tc, "dims")) && (threads = getattr_literal(tc, "threads"))) {
     PyObject *seq = PySequence_Fast(dims, "TensorCore.dims must be a sequence"), *p = seq ? PyLong_FromLong(1) : NULL;
     for (Py_ssize_t i = 0; p && i < PySequence_Fast_GET_SIZE(seq); i++) Py_SETREF(p, PyNumber_Multiply(p, PySequence_Fast_GET_ITEM(seq, i)));
     ret = p ? PyNumber_FloorDivide(p, threads) : NULL;
@@ -289,7 +289,7 @@ PyObject *time_program(PyObject *p, PyObject *rawbufs, PyObject *var_vals, long 
   Py_INCREF(p);
   if (!tms) goto fail;
   if (allow_test_size && max_global_size > 0) {
-    PyObject *size = PyObject_GetAttrString(p, "global_size");
+    PyObject *size = getattr_literal(p, "global_size");
     gs = size ? test_global_size(size, max_global_size, var_vals, &factor) : NULL;
     Py_XDECREF(size);
     if (!gs) goto fail;
@@ -306,8 +306,8 @@ PyObject *time_program(PyObject *p, PyObject *rawbufs, PyObject *var_vals, long 
     }
     goto done;
   }
-  PyObject *carp = PyObject_GetAttrString(car, "p");
-  globals = carp ? PyObject_GetAttrString(carp, "globals") : NULL;
+  PyObject *carp = getattr_literal(car, "p");
+  globals = carp ? getattr_literal(carp, "globals") : NULL;
   Py_XDECREF(carp);
   PyObject *gseq = globals ? PySequence_Fast(globals, "ProgramSpec.globals must be a sequence") : NULL;
   if (!gseq || !(bufs = PyList_New(PySequence_Fast_GET_SIZE(gseq)))) { Py_XDECREF(gseq); goto fail; }
@@ -562,7 +562,7 @@ static int drop(Search *S, Candidate *c, const char *why) {
   if (PyErr_Occurred() && (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit) || S->strict)) return -1;
   PyObject *exc = PyErr_Occurred() ? fetch_exception() : NULL;
   if (beam_debug) {
-    PyObject *opts = PyObject_GetAttrString(c->sched, "applied_opts");
+    PyObject *opts = getattr_literal(c->sched, "applied_opts");
     if (!opts) PyErr_Clear();
     PySys_FormatStderr("\nBEAM dropped %S: %s%s%S\n", opts ? opts : Py_None, why, exc ? ": " : "", exc ? exc : Py_None);
     Py_XDECREF(opts);
@@ -576,7 +576,7 @@ static int drop(Search *S, Candidate *c, const char *why) {
 /* The uops limit (BEAM_UOPS_MAX): 1 within it, 0 over (dropped), -1 error. */
 static int uops_within_max(Search *S, Candidate *c) {
   if (S->uops_max <= 0) return 1;
-  PyObject *uops = PyObject_GetAttrString(c->spec, "uops");
+  PyObject *uops = getattr_literal(c->spec, "uops");
   Py_ssize_t n = !uops ? -1 : uops == Py_None ? 0 : PyObject_Length(uops);
   Py_XDECREF(uops);
   if (n < 0) return drop(S, c, "its uops could not be read") < 0 ? -1 : 0;
@@ -599,7 +599,7 @@ static int build_local(Search *S, Candidate *c) {
   if (!c->spec) return drop(S, c, "codegen failed");
   int ok = uops_within_max(S, c);
   if (ok <= 0) return ok;
-  PyObject *src = PyObject_GetAttrString(c->spec, "src");
+  PyObject *src = getattr_literal(c->spec, "src");
   if (!src) return drop(S, c, "it has no source");
   c->job = pool_submit(&S->pool, S->compiler, src);
   Py_DECREF(src);
@@ -646,7 +646,7 @@ static int collect_remote(Search *S, Candidate *c) {
   c->compile_s = now() - st;
   int ok = uops_within_max(S, c);
   if (ok <= 0) return ok;
-  c->lib = PyObject_GetAttrString(spec, "lib");
+  c->lib = getattr_literal(spec, "lib");
   if (!c->lib || !PyBytes_Check(c->lib)) { if (c->lib) Py_CLEAR(c->lib); return drop(S, c, "the executor returned no lib"); }
   S->built++;
   show_progress(S, false);
@@ -698,7 +698,7 @@ fail:
 
 /* sym_infer(p.estimates.ops, var_vals) as a double */
 static int compute_ops(PyObject *spec, PyObject *var_vals, double *out) {
-  PyObject *est = PyObject_GetAttrString(spec, "estimates"), *ops = est ? PyObject_GetAttrString(est, "ops") : NULL;
+  PyObject *est = getattr_literal(spec, "estimates"), *ops = est ? getattr_literal(est, "ops") : NULL;
   PyObject *v = !ops ? NULL : UOp_Check(ops) ? uop_sym_infer((UOp *)ops, var_vals) : Py_NewRef(ops);
   *out = v ? PyFloat_AsDouble(v) : -1;
   Py_XDECREF(est); Py_XDECREF(ops); Py_XDECREF(v);
@@ -717,7 +717,7 @@ static int time_candidate(Search *S, Candidate *c, double early_stop, double *ou
   if (!tms) {
     bool runtime = PyErr_ExceptionMatches(PyExc_RuntimeError);
     if (beam_debug) {
-      PyObject *exc = fetch_exception(), *opts = PyObject_GetAttrString(c->sched, "applied_opts");
+      PyObject *exc = fetch_exception(), *opts = getattr_literal(c->sched, "applied_opts");
       if (!opts) PyErr_Clear();
       PySys_FormatStderr("\nBEAM failed for opts: %S\n%S\n", opts ? opts : Py_None, exc ? exc : Py_None);
       if (exc) raise_saved(exc);
@@ -798,8 +798,8 @@ static PyObject *ranked_list(const Ranked *r, Py_ssize_t n) {
 /* the cache key, tinygrad's fields: ast key, amt, allow_test_size, device, suffix */
 static PyObject *cache_key(PyObject *s, int amt, int allow_test_size) {
   PyObject *ast = scheduler_ast(s), *ren = scheduler_ren(s);
-  PyObject *key = PyObject_GetAttrString(ast, "key"), *dev = PyObject_GetAttrString(ren, "device");
-  PyObject *suffix = dev ? PyObject_GetAttrString(ren, "suffix") : NULL;
+  PyObject *key = getattr_literal(ast, "key"), *dev = getattr_literal(ren, "device");
+  PyObject *suffix = dev ? getattr_literal(ren, "suffix") : NULL;
   if (!suffix && dev && PyErr_ExceptionMatches(PyExc_AttributeError)) { PyErr_Clear(); suffix = PyUnicode_FromString(""); }
   PyObject *ret = key && suffix ? PyUnicode_FromFormat("ast=%R amt=%d allow_test_size=%s device=%S suffix=%S", key, amt,
                                                        allow_test_size ? "True" : "False", dev, suffix) : NULL;
@@ -927,12 +927,12 @@ done:
 
 /* the compiler candidates are built with: the renderer's own, else its device's */
 static PyObject *search_compiler(PyObject *ren, PyObject *device) {
-  PyObject *c = PyObject_GetAttrString(ren, "compiler");
+  PyObject *c = getattr_literal(ren, "compiler");
   if (!c) { if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL; PyErr_Clear(); }
   else if (c != Py_None) return c;
   Py_XDECREF(c);
   PyObject *dev = device_get(device);
-  c = dev ? PyObject_GetAttrString(dev, "compiler") : NULL;
+  c = dev ? getattr_literal(dev, "compiler") : NULL;
   Py_XDECREF(dev);
   return c;
 }
@@ -968,7 +968,7 @@ static PyObject *beam_search(PyObject *s, PyObject *rawbufs, int amt, int allow_
               .progress = stderr_is_tty() || debug_level >= 2 || beam_debug, .t0 = now(), .best = INFINITY};
   PyObject *ret = NULL, *beam = NULL, *seen = PySet_New(NULL);
   bool pool_up = false, exiting = false;
-  if (!seen || !(S.device = PyObject_GetAttrString(S.ren, "device")) || !(S.var_vals = middle_var_vals(scheduler_ast(s))) ||
+  if (!seen || !(S.device = getattr_literal(S.ren, "device")) || !(S.var_vals = middle_var_vals(scheduler_ast(s))) ||
       ensure_allocated(rawbufs) < 0)
     goto done;
   if (h->executor == Py_None) {
@@ -997,7 +997,7 @@ done:
 
 /* apply_opts under BEAM>=1: the search on buffers made from the AST (postrange_beam_hook) */
 static PyObject *apply_opts_beam(PyObject *k, UOp *ast, PyObject *ren, long amt) {
-  PyObject *device = PyObject_GetAttrString(ren, "device"), *bufs = device ? bufs_from_ast(ast, device) : NULL, *ret = NULL;
+  PyObject *device = getattr_literal(ren, "device"), *bufs = device ? bufs_from_ast(ast, device) : NULL, *ret = NULL;
   Hooks h = {actions, Py_None, Py_None, Py_None};
   if (bufs) ret = beam_search(k, bufs, (int)amt, env_long("BEAM_ESTIMATE", 1) != 0, envvar_value(&ignore_beam_cache) != 0, &h);
   Py_XDECREF(device); Py_XDECREF(bufs);
@@ -1216,12 +1216,12 @@ static PyObject *py_beam_build(PyObject *mod, PyObject *args) {
   UNUSED(mod);
   PyObject *ast, *device;
   if (!PyArg_ParseTuple(args, "O!U:_beam_build", &UOp_Type, &ast, &device)) return NULL;
-  PyObject *dev = device_get(device), *ren = dev ? PyObject_GetAttrString(dev, "renderer") : NULL;
-  PyObject *spec = ren ? get_program_uncompiled((UOp *)ast, ren) : NULL, *lib = spec ? PyObject_GetAttrString(spec, "lib") : NULL;
+  PyObject *dev = device_get(device), *ren = dev ? getattr_literal(dev, "renderer") : NULL;
+  PyObject *spec = ren ? get_program_uncompiled((UOp *)ast, ren) : NULL, *lib = spec ? getattr_literal(spec, "lib") : NULL;
   PyObject *ret = NULL;
   if (lib && lib != Py_None) ret = Py_NewRef(spec);
   else if (lib) {
-    PyObject *compiler = search_compiler(ren, device), *src = compiler ? PyObject_GetAttrString(spec, "src") : NULL;
+    PyObject *compiler = search_compiler(ren, device), *src = compiler ? getattr_literal(spec, "src") : NULL;
     PyObject *built = src ? PyObject_CallMethod(compiler, "compile_cached", "O", src) : NULL;
     ret = built ? spec_replace(spec, "lib", built) : NULL;
     Py_XDECREF(compiler); Py_XDECREF(src); Py_XDECREF(built);
@@ -1251,13 +1251,13 @@ static PyMethodDef search_functions[] = {
 
 int tinyc_init_search(PyObject *m) {
   PyObject *pickle = PyImport_ImportModule("pickle");
-  pickle_dumps = pickle ? PyObject_GetAttrString(pickle, "dumps") : NULL;
-  pickle_loads = pickle ? PyObject_GetAttrString(pickle, "loads") : NULL;
+  pickle_dumps = pickle ? getattr_literal(pickle, "dumps") : NULL;
+  pickle_loads = pickle ? getattr_literal(pickle, "loads") : NULL;
   Py_XDECREF(pickle);
   beam_debug = env_long("BEAM_DEBUG", 0);
   if (ctxvar_int("DEBUG", &debug_level) < 0 || ctxvar_env(&ignore_beam_cache) < 0) return -1;
   if (!pickle_dumps || !pickle_loads || !(actions = build_actions()) || PyModule_AddFunctions(m, search_functions) < 0 ||
-      PyModule_AddObjectRef(m, "actions", actions) < 0 || !(beam_build_fn = PyObject_GetAttrString(m, "_beam_build")))
+      PyModule_AddObjectRef(m, "actions", actions) < 0 || !(beam_build_fn = getattr_literal(m, "_beam_build")))
     return -1;
   postrange_beam_hook = apply_opts_beam;
   if (PyType_Ready(&CompilePool_Type) < 0) return -1;

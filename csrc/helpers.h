@@ -42,7 +42,7 @@ static inline bool ptrmap_has(const PtrMap *m, const void *key) {
   }
 }
 static inline int ptrmap_rehash(PtrMap *m, size_t cap) {
-  void **keys = PyMem_Calloc(cap, sizeof(void *)), **vals = PyMem_Calloc(cap, sizeof(void *));
+  void **keys = PyMem_Calloc(cap, sizeof(void *)), **vals = PyMem_Malloc(cap * sizeof(void *));   /* a value is read only under its key */
   if (!keys || !vals) { PyMem_Free(keys); PyMem_Free(vals); PyErr_NoMemory(); return -1; }
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->keys[i]) continue;

@@ -523,27 +523,45 @@ UOp *fast_idiv(PyObject *device, UOp *x, PyObject *d, bool dont_cast) {
 
 /* ================================ threefry ================================ */
 
+/* a <op> b inside threefry2x32. With uint64 inputs every operand is a uint UOp or an int, and Python's operator gives
+ * a.alu(op, a.ufix(b)): that is built directly. Other inputs go through Python's operators (their promotions). */
+static UOp *tf_op(bool direct, Op op, UOp *a, PyObject *b) {
+  if (!a || !b) return NULL;
+  if (direct) return UOp_Check(b) ? u_alu2(op, a, (UOp *)b) : u_binop(op, a, b);
+  switch (op) {
+  case OP_ADD: return ADD(a, b);
+  case OP_MUL: return MUL(a, b);
+  case OP_IDIV: return IDIV(a, b);
+  case OP_AND: return BAND(a, b);
+  case OP_OR: return BOR(a, b);
+  default: return BXOR(a, b);
+  }
+}
+
 UOp *threefry2x32(UOp *x, UOp *key) {
   DType *u32 = DTYPE(UINT32), *u64 = DTYPE(UINT64);
+  bool d = x->dtype == u64 && key->dtype == u64;
+#define T(op, a, b) tf_op(d, OP_##op, (a), V(b))
   /* split x and key into two uint32 halves */
-  UOp *x0 = CAST(BAND(x, 0xffffffffLL), u32), *x1 = CAST(BAND(IDIV(x, pow2(32)), 0xffffffffLL), u32);
-  UOp *key0 = CAST(BAND(key, 0xffffffffLL), u32), *key1 = CAST(BAND(IDIV(key, pow2(32)), 0xffffffffLL), u32);
+  UOp *x0 = CAST(T(AND, x, 0xffffffffLL), u32), *x1 = CAST(T(AND, T(IDIV, x, pow2(32)), 0xffffffffLL), u32);
+  UOp *key0 = CAST(T(AND, key, 0xffffffffLL), u32), *key1 = CAST(T(AND, T(IDIV, key, pow2(32)), 0xffffffffLL), u32);
   static const int rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  UOp *ks[3] = {key1, BXOR(BXOR(key0, key1), 0x1BD11BDA), key0};
-  UOp *xr0 = ADD(x0, ks[2]), *xr1 = ADD(x1, ks[0]);
+  UOp *ks[3] = {key1, T(XOR, T(XOR, key0, key1), 0x1BD11BDA), key0};
+  UOp *xr0 = T(ADD, x0, ks[2]), *xr1 = T(ADD, x1, ks[0]);
   for (int i = 0; i < 5; i++) {
     for (int k = 0; k < 4; k++) {
       int r = rotations[i % 2][k];
-      UOp *nx0 = ADD(xr0, xr1);
-      UOp *rot = ADD(MUL(xr1, pow2(r)), IDIV(xr1, pow2(32 - r)));   /* rotate left by r */
-      xr1 = BXOR(nx0, rot);
+      UOp *nx0 = T(ADD, xr0, xr1);
+      UOp *rot = T(ADD, T(MUL, xr1, pow2(r)), T(IDIV, xr1, pow2(32 - r)));   /* rotate left by r */
+      xr1 = T(XOR, nx0, rot);
       xr0 = nx0;
     }
-    UOp *n0 = ADD(xr0, ks[i % 3]);
-    xr1 = ADD(ADD(ADD(xr1, ks[(i + 1) % 3]), i), 1);
+    UOp *n0 = T(ADD, xr0, ks[i % 3]);
+    xr1 = T(ADD, T(ADD, T(ADD, xr1, ks[(i + 1) % 3]), i), 1);
     xr0 = n0;
   }
-  return BOR(MUL(CAST(xr1, u64), pow2(32)), CAST(xr0, u64));
+  return T(OR, T(MUL, CAST(xr1, u64), pow2(32)), CAST(xr0, u64));
+#undef T
 }
 
 /* ================================ is_dtype_supported (the device layer's) ================================ */

@@ -66,7 +66,7 @@ static Frame pop_right(Deque *d) { return d->buf[(d->head + --d->len) & (d->cap 
  * Rewrites of other threads interleave with this one (a Python rule gives up the GIL), and they share the
  * nodes, so a node whose fields belong to another thread's running rewrite is left alone: its entry is found
  * through the side map instead. */
-typedef struct { UOp *key, *replace; void *bpm; bool on_stack; } Entry;
+typedef struct { UOp *key, *replace; void *bpm; bool on_stack, expanded; } Entry;   /* expanded: its stage 0 has run */
 typedef struct { UOp *u; uint32_t id, idx; } Saved;
 typedef struct NodeMap {
   uint32_t id;
@@ -165,6 +165,7 @@ static UOp *get_replace(const NodeMap *m, const UOp *n) {
 typedef struct {
   PatternMatcher *pm, *bpm;
   uint32_t root_bits;        /* the ops some rule of either matcher matches at the root */
+  bool order_free;           /* no rule call can tell the order of the calls (see rewriter_begin) */
   PyObject *ctx;
   NodeMap nodes;
   PyObject *keep;            /* a list owning every node made here, so the map's pointers stay valid */
@@ -221,8 +222,18 @@ static int bottom_up_fixed_point(Rewriter *rw, UOp *n, uint32_t at, UOp **new_n)
  * waited on it go on, and so the order of the rules' calls: only done where no call can tell (see rewriter_begin). */
 static bool inert(const Rewriter *rw, const UOp *n) { return !(n->ops_below & rw->root_bits); }
 
+/* Whether stage 0 pushes source x (its entry e). tinygrad pushes a node once: a parent that meets a source already
+ * waiting deeper in the stack is re-queued until that source is done. Where the order of the calls cannot show, a
+ * source not yet expanded is pushed again, to be done now (its older frame is skipped later): same answers, without
+ * the re-queues, which in a DAG come about once per node. */
+static bool push_source(const Rewriter *rw, const Entry *e) {
+  return !e->on_stack || (rw->order_free && !e->expanded && !e->replace);
+}
+
 static int stage0(Rewriter *rw, Deque *stack, UOp *n, uint32_t at) {
   if (inert(rw, n)) { rw->nodes.e[at].replace = n; return 0; }
+  if (rw->order_free && rw->nodes.e[at].expanded) return 0;   /* a frame left from before its source was pushed again */
+  rw->nodes.e[at].expanded = true;
   UOp *new_n = n;
   if (rw->bpm) {
     int r = bottom_up_fixed_point(rw, n, at, &new_n);
@@ -233,7 +244,7 @@ static int stage0(Rewriter *rw, Deque *stack, UOp *n, uint32_t at) {
     UOp *x = new_n->src[i];
     Entry *e = nodemap_add(&rw->nodes, x);
     if (!e) return -1;
-    if (e->on_stack) continue;
+    if (!push_source(rw, e)) continue;
     e->on_stack = true;
     if (inert(rw, x)) e->replace = x;
     else if (push_right(stack, x, 0, x, (uint32_t)(e - rw->nodes.e)) < 0) return -1;
@@ -320,7 +331,7 @@ static int rewriter_begin(Rewriter *rw, PatternMatcher *pm, PyObject *ctx, bool 
   if (!ctx) ctx = Py_None;
   bool order_free = (ctx_read_only || ctx == Py_None) && pm->all_native && (!bpm || bpm->all_native);
   uint32_t root_bits = order_free ? pm->root_bits | (bpm ? bpm->root_bits : 0) : UINT32_MAX;
-  *rw = (Rewriter){bottom_up ? NULL : pm, bottom_up ? pm : bpm, root_bits, ctx, {0}, PyList_New(0)};
+  *rw = (Rewriter){bottom_up ? NULL : pm, bottom_up ? pm : bpm, root_bits, order_free, ctx, {0}, PyList_New(0)};
   if (!rw->keep) return -1;
   if (nodemap_init(&rw->nodes, 128) < 0) { Py_DECREF(rw->keep); return -1; }
   rewrite_depth++;

@@ -116,7 +116,8 @@ static UOp *run_matcher(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool botto
 
 static UOp *run_pass(UOp *sink, Pass *p, PyObject *ren) {
   if (!sink) return NULL;
-  bool read_only = p->ctx == CTX_NONE || p->ctx == CTX_DEVICE || p->ctx == CTX_RENDERER;
+  /* the CFG's edges are a dict made here that pm_add_control_flow only reads */
+  bool read_only = p->ctx == CTX_NONE || p->ctx == CTX_DEVICE || p->ctx == CTX_RENDERER || p->ctx == CTX_CFG;
   return run_matcher(sink, pass_matcher(p), pass_ctx(p, ren, sink), p->bottom_up, read_only);
 }
 

@@ -540,8 +540,8 @@ static UOp *tf_op(bool direct, Op op, UOp *a, PyObject *b) {
 
 UOp *threefry2x32(UOp *x, UOp *key) {
   DType *u32 = DTYPE(UINT32), *u64 = DTYPE(UINT64);
-  bool d = x->dtype == u64 && key->dtype == u64;
-#define T(op, a, b) tf_op(d, OP_##op, (a), V(b))
+  bool direct = x->dtype == u64 && key->dtype == u64;
+#define T(op, a, b) tf_op(direct, OP_##op, (a), V(b))
   /* split x and key into two uint32 halves */
   UOp *x0 = CAST(T(AND, x, 0xffffffffLL), u32), *x1 = CAST(T(AND, T(IDIV, x, pow2(32)), 0xffffffffLL), u32);
   UOp *key0 = CAST(T(AND, key, 0xffffffffLL), u32), *key1 = CAST(T(AND, T(IDIV, key, pow2(32)), 0xffffffffLL), u32);

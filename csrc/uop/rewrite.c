@@ -1,6 +1,8 @@
 /* tinygrad/uop/ops.py, "simple graph rewrite engine": graph_rewrite as tinygrad 0.12.0's
  * RewriteContext.unified_rewrite, with the same stack discipline (a deque: pop from the right,
- * re-queue on the left) so the same rules meet the same nodes in the same order. */
+ * re-queue on the left) so the same rules meet the same nodes in the same order. Where no rule call
+ * can tell the order (C rules over a ctx they only read), the walk skips what cannot change and does a
+ * waiting source at once (inert, push_source): the answers stay tinygrad's. */
 #include "upat.h"
 #include "../helpers.h"
 

@@ -352,8 +352,8 @@ static int tuplize_order_at(const Tokens *t, Graph *g, Py_ssize_t i, Py_ssize_t 
   if (t->tok) {
     const uint32_t *x = &t->tok[i * TOK_K], *y = &t->tok[j * TOK_K];
     int m = t->len[i] < t->len[j] ? t->len[i] : t->len[j], k = 0;
-    uint64_t wx, wy;   /* two tokens a step while they agree: the common prefix is often long */
-    for (; k + 2 <= m; k += 2) {
+    unsigned __int128 wx, wy;   /* four tokens a step while they agree: the common prefix is often long */
+    for (; k + 4 <= m; k += 4) {
       memcpy(&wx, x + k, sizeof(wx)), memcpy(&wy, y + k, sizeof(wy));
       if (wx != wy) break;
     }
@@ -385,7 +385,7 @@ static int key_less(SortCtx *c, Py_ssize_t i, Py_ssize_t j) {
   int r = ka->small && kb->small ? (ka->rc == kb->rc ? ORD_EQUAL : ka->rc < kb->rc ? ORD_LESS : ORD_NOT_LESS)
                                  : py_value_order(ka->run_count, kb->run_count);
   if (r == ORD_EQUAL && ka->priority != kb->priority) r = ka->priority < kb->priority ? ORD_LESS : ORD_NOT_LESS;
-  if (r == ORD_EQUAL) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
+  if (r == ORD_EQUAL && (ka->extra || kb->extra)) r = py_value_order(ka->extra ? ka->extra : Py_None, kb->extra ? kb->extra : Py_None);
   if (r == ORD_EQUAL && tuple_order) r = tuplize_order_at(&c->tokens, c->g, i, j);
   return r < 0 ? -1 : r == ORD_LESS;
 }

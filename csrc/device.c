@@ -541,7 +541,7 @@ PyTypeObject Compiler_Type = {
 };
 
 /* names interned once: a name made at each call would fill the interpreter's attribute cache with dead names */
-static PyObject *str_upper, *str_compiler;
+static PyObject *str_upper;
 
 /* ================================================================================================
  * Program: the base of every runtime type (tinyc.CPUProgram, tinyc.NullProgram)
@@ -813,7 +813,7 @@ static PyObject *Compiled_get_renderer(CompiledObject *self, void *c) {
 static PyObject *Compiled_get_compiler(CompiledObject *self, void *c) {
   UNUSED(c);
   if (select_compiler_pair(self) < 0) return NULL;
-  PyObject *rc = PyObject_GetAttr(self->renderer, str_compiler);
+  PyObject *rc = getattr_literal(self->renderer, "compiler");
   int truth = rc ? PyObject_IsTrue(rc) : -1;
   if (truth > 0) return rc;
   Py_XDECREF(rc);
@@ -1183,7 +1183,7 @@ int tinyc_init_device(PyObject *m) {
   if (PyType_Ready(&Allocator_Type) < 0 || PyType_Ready(&Buffer_Type) < 0 || PyType_Ready(&Compiler_Type) < 0 ||
       PyType_Ready(&Program_Type) < 0 || PyType_Ready(&Compiled_Type) < 0 || PyType_Ready(&DeviceRegistry_Type) < 0) return -1;
   if (!(opened_devices = PyDict_New()) || !(str_upper = PyUnicode_InternFromString("upper")) ||
-      !(str_compiler = PyUnicode_InternFromString("compiler")) || init_dtype_switches() < 0 ||
+      init_dtype_switches() < 0 ||
       ctxvar_env(&ccache) < 0) return -1;
   uop_is_dtype_supported = is_dtype_supported;   /* the uop layer asks through this; it can't call up into the device layer */
   if (compile_stats_add("compiles", &stat_compiles) < 0 || compile_stats_add("cache_hits", &stat_cache_hits) < 0 ||

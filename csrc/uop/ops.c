@@ -1095,10 +1095,9 @@ static PyObject *remade_tinyc_node(UOp *u, const Maker *mk, Converters *cv, PtrM
 /* one node made again (op, dtype, src, arg, tag), its sources already made (done: node -> remade); a new reference */
 static PyObject *remade_node(PyObject *x, const Maker *mk, Converters *cv, PtrMap *done) {
   if (UOp_Check(x)) return remade_tinyc_node((UOp *)x, mk, cv, done);
-  static PyObject *names[5];   /* op, dtype, src, arg, tag: interned once */
   PyObject *f[5] = {NULL}, *args[5] = {NULL}, *ret = NULL;
   for (int i = 0; i < 5; i++)
-    if ((!names[i] && !(names[i] = PyUnicode_InternFromString(node_fields[i]))) || !(f[i] = PyObject_GetAttr(x, names[i]))) goto done;
+    if (!(f[i] = getattr_literal(x, node_fields[i]))) goto done;
   PyObject *src = PySequence_Fast(f[2], "a node's src must be a sequence");
   if (!src) goto done;
   args[2] = remade_sources(PySequence_Fast_ITEMS(src), PySequence_Fast_GET_SIZE(src), done);

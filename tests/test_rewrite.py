@@ -223,6 +223,51 @@ def test_a_matcher_meeting_more_shapes_than_it_keeps():
   gc.collect()
   assert _C._intern_count() == live
 
+def same_capture_rules(ns):
+  """rules whose pattern names one capture twice: at two depths (the deeper place met first), at one depth (in two
+  orders), under UPat.any (bound in one alternative only) and in a repeated source (bound once per source)"""
+  UPat, Ops = ns.UPat, ns.Ops
+  return ns.PatternMatcher([
+    ((UPat.var("y") + UPat.var("x")) + UPat.var("x"), lambda y, x: y + x * 2),
+    (UPat.var("x") + UPat.var("x") * UPat.cvar("c"), lambda x, c: x * (c.arg + 1)),
+    ((UPat.var("x") // UPat.cvar("c")) * UPat.cvar("c") + UPat.var("x") % UPat.cvar("c"), lambda x, c: x),
+    (UPat(Ops.MAX, src=(UPat.var("x"), UPat.any(UPat.var("x") * 3, UPat.var("z")))), lambda x, **kw: x * 5),
+    (UPat(Ops.MUL, src=UPat.var("x")), lambda x: x + 7),
+    (UPat(Ops.MAX, src=(UPat.var("x"), UPat.var("x"))), lambda x: x),
+    (UPat.var("x") * UPat.cvar("c1") + UPat.var("x") * UPat.cvar("c2"), lambda x, c1, c2: x * (c1.arg + c2.arg)),
+  ])
+
+def same_leaf_expr(rng, ns, depth):
+  """an expression over two variables and two constants, so that one node often sits at two places"""
+  U, dt = ns.UOp, ns.dtypes
+  if depth == 0 or rng.random() < 0.15:
+    return [U.variable("a", 0, 5), U.variable("b", 0, 5), U.const(dt.index, 2), U.const(dt.index, 3)][rng.randint(0, 3)]
+  a = same_leaf_expr(rng, ns, depth - 1)
+  b = a if rng.random() < 0.3 else same_leaf_expr(rng, ns, depth - 1)
+  op = rng.choice(["add", "add", "mul", "div", "mod", "max", "split"])
+  if op == "split": return (a // 2) * 2 + a % 2
+  if op == "add": return a + b
+  if op == "mul": return a * b
+  if op == "div": return a // 2
+  if op == "mod": return a % 2
+  return a.maximum(b)
+
+def test_same_capture_rules_as_tinygrad():
+  """upat.c skips a rule when no node of the graph sits at both places of a name; the rules that do match fire as in
+  tinygrad, node by node and over whole rewrites"""
+  tpm, cpm = same_capture_rules(TG), same_capture_rules(TC)
+  changed = 0
+  for seed in range(400):
+    t, c = same_leaf_expr(random.Random(seed), TG, 5), same_leaf_expr(random.Random(seed), TC, 5)
+    assert from_tinygrad(t) is c
+    for tn, cn in zip(t.toposort(), c.toposort()):
+      tr, cr = tpm.rewrite(tn), cpm.rewrite(cn)
+      assert (tr is None and cr is None) or from_tinygrad(tr) is cr, (tn, tr, cr)
+    rt = TG.graph_rewrite(t, tpm)
+    assert from_tinygrad(rt) is TC.graph_rewrite(c, cpm), seed
+    changed += rt is not t
+  assert changed > 200   # the rules fire: most graphs hold one of the patterns
+
 def test_match_enumerates_like_tinygrad():
   def pats(ns):
     UPat, Ops = ns.UPat, ns.Ops

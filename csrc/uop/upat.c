@@ -497,6 +497,71 @@ static bool shape_fits(const RuleSlot *slot, const UOp *u, OpSet src_ops) {
   return true;
 }
 
+/* ---- the same-capture reject ----
+ * (y + x) + x, x + x*c and their kind are tried on every ADD and almost never match: the name x must bind one node at
+ * two places. A node at depth d of a pattern's match is at depth d of the node's graph (each source pattern matches a
+ * source), so when no node sits at both depths (or twice at one), the match fails, and the rule is skipped without
+ * trying its orders. Only places every match binds count: not under UPat.any (alternatives) or a repeated source. */
+#define SAME_MAX_DEPTH 3
+#define SAME_LEVEL_MAX 16
+
+/* every (slot, depth) a match of p binds for sure, up to SAME_MAX_DEPTH below the root */
+static void bound_places(const UPat *p, int depth, int (*places)[2], int *n) {
+  if (p->is_any || depth > SAME_MAX_DEPTH) return;
+  if (p->slot >= 0 && *n < 32) places[*n][0] = p->slot, places[*n][1] = depth, (*n)++;
+  if (p->src_kind == SRC_TUPLE || p->src_kind == SRC_PERMUTE)
+    for (int i = 0; i < p->nsrc; i++) bound_places(p->src[i], depth + 1, places, n);
+}
+
+static void same_capture_pairs(Rule *r) {
+  int places[32][2], n = 0;
+  bound_places(r->pat, 0, places, &n);
+  for (int i = 0; i < n; i++) {
+    int j = i + 1;
+    while (j < n && places[j][0] != places[i][0]) j++;
+    bool first = true;   /* one pair per slot: from its first place */
+    for (int k = 0; k < i && first; k++) first = places[k][0] != places[i][0];
+    if (j < n && first && r->nsame < 4) {   /* shallower depth first: the check builds the levels down to the second */
+      int a = places[i][1], b = places[j][1];
+      r->same_depth[r->nsame][0] = (uint8_t)(a < b ? a : b), r->same_depth[r->nsame][1] = (uint8_t)(a < b ? b : a), r->nsame++;
+    }
+  }
+}
+
+/* the nodes at each depth of u's graph (a node once per place), up to what the rules need; built on first use */
+typedef struct { UOp *at[SAME_MAX_DEPTH + 1][SAME_LEVEL_MAX]; int len[SAME_MAX_DEPTH + 1]; int built; bool too_wide; } Levels;
+
+static void levels_build(Levels *lv, UOp *u, int depth) {
+  if (!lv->built) lv->at[0][0] = u, lv->len[0] = 1, lv->built = 1;
+  for (; lv->built <= depth && !lv->too_wide; lv->built++) {
+    int d = lv->built, len = 0;
+    for (int i = 0; i < lv->len[d - 1]; i++) {
+      UOp *x = lv->at[d - 1][i];
+      if (len + x->nsrc > SAME_LEVEL_MAX) { lv->too_wide = true; break; }
+      for (int k = 0; k < x->nsrc; k++) lv->at[d][len++] = x->src[k];
+    }
+    lv->len[d] = len;
+  }
+}
+
+static bool shared_between(const Levels *lv, int a, int b) {
+  for (int i = 0; i < lv->len[a]; i++)
+    for (int j = a == b ? i + 1 : 0; j < lv->len[b]; j++)
+      if (lv->at[a][i] == lv->at[b][j]) return true;
+  return false;
+}
+
+/* false when some capture of the rule cannot bind one node at its two places */
+static bool same_captures_possible(const Rule *r, UOp *u, Levels *lv) {
+  for (int i = 0; i < r->nsame; i++) {
+    int a = r->same_depth[i][0], b = r->same_depth[i][1];
+    levels_build(lv, u, b);
+    if (lv->too_wide) return true;
+    if (!shared_between(lv, a, b)) return false;
+  }
+  return true;
+}
+
 /* Try the rules of u's op in order: those at positions at[i..n) of its slot list (every position from i when at is
  * NULL, each then checked by shape_fits). Kept out of line so that the common "no rule can fire" answer does not pay
  * for the captures on the stack. */
@@ -513,11 +578,14 @@ static __attribute__((noinline)) PyObject *try_rules(PatternMatcher *pm, UOp *u,
   if (b < 8) busy[b] = true;
   else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
   PyObject *result = NULL;
+  Levels levels;
+  levels.built = 0, levels.too_wide = false;
   for (; i < n; i++) {
     const RuleSlot *slot = &pm->by_op[u->op][at ? at[i] : i];
     Rule *rule = slot->rule;
     if ((!rule->native && !rule->fn) || (!at && !shape_fits(slot, u, src_ops))) continue;
     if (!rule->pat->is_any && !dtype_ok(rule->pat, u)) continue;   /* what match() would reject first, without the call */
+    if (rule->nsame && !same_captures_possible(rule, u, &levels)) continue;
     PyObject *ret;
     if (apply_rule(rule, u, ctx, capp, &ret) < 0) break;
     if (!ret) continue;
@@ -693,6 +761,7 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
       r->npos = i + 1;
     }
   }
+  same_capture_pairs(r);
   if (fn) {   /* does the callable take ctx? (tinygrad asks inspect.signature) */
     PyObject *inspect = PyImport_ImportModule("inspect"), *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", fn) : NULL;
     PyObject *params = sig ? getattr_literal(sig, "parameters") : NULL, *ctx_name = PyUnicode_FromString("ctx");

@@ -63,6 +63,8 @@ typedef struct Rule {
   int npos;                  /* a quick reject before matching: the ops the first npos sources may have, */
   OpSet pos_ops[4];
   bool pos_permuted;         /* or, for a commutative pattern, the ops of its npos sources in one of its orders */
+  int nsame;                 /* and the pairs of depths below the root at which one capture occurs twice: where no */
+  uint8_t same_depth[4][2];  /* node is at both, the pattern cannot match (match() binds a name to one node) */
 } Rule;
 
 /* A rule as its root op's dispatch list holds it: the early-reject set beside the rule, so scanning the list for the

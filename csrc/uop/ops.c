@@ -962,7 +962,9 @@ typedef struct {
   PyObject *ops, *op_conv;         /* op memo dict, and its converter on a miss */
   PyObject *tinyc_ops[OP_COUNT];   /* a tinyc op's conversion, owned: the memo dict looked up once per op, not per node */
   PyObject *dtypes, *dtype_conv;   /* dtype memo dict, and its converter */
+  PyObject *last_dtype[2];         /* owned: the last dtype converted and what it became (runs of nodes share one) */
   PyObject *arg_conv, *plain;      /* args and tags: as they are when their type is in plain (a frozenset), else arg_conv */
+  int none_plain, int_plain;       /* whether None's and int's types are in plain: most args are one of them */
 } Converters;
 
 /* How _rebuild_graph makes a node: make(op, dtype, src, arg, tag), or, given consed=(cls, ucache), what tinygrad's
@@ -1006,9 +1008,19 @@ static int maker_init(Maker *mk, PyObject *make, PyObject *consed) {
   return 0;
 }
 
+/* The cache is looked up and, on a miss, written with the key's hash computed once: hashing the key (its sources,
+ * its arg) is a sixth of a node's cost. CPython 3.11 and 3.12 export the known-hash dict calls; later ones hash twice. */
+#if PY_VERSION_HEX < 0x030D0000
+#define ucache_get(d, key, hash) _PyDict_GetItem_KnownHash((d), (key), (hash))
+#define ucache_set(d, key, value, hash) _PyDict_SetItem_KnownHash((d), (key), (value), (hash))
+#else
+#define ucache_get(d, key, hash) ((void)(hash), PyDict_GetItemWithError((d), (key)))
+#define ucache_set(d, key, value, hash) ((void)(hash), PyDict_SetItem((d), (key), (value)))
+#endif
+
 /* the live node ucache[key] names, or NULL (and no error) when there is none */
-static PyObject *live_consed(const Maker *mk, PyObject *key) {
-  PyObject *ref = PyDict_GetItemWithError(mk->ucache, key);
+static PyObject *live_consed(const Maker *mk, PyObject *key, Py_hash_t hash) {
+  PyObject *ref = ucache_get(mk->ucache, key, hash);
   if (!ref) return NULL;
   if (!PyWeakref_Check(ref)) return PyErr_Format(PyExc_TypeError, "consed: the cache holds a %.100s, not a weak reference", Py_TYPE(ref)->tp_name);
   PyObject *live = PyWeakref_GET_OBJECT(ref);
@@ -1017,7 +1029,8 @@ static PyObject *live_consed(const Maker *mk, PyObject *key) {
 
 static PyObject *consed_node(const Maker *mk, PyObject *const args[5]) {
   PyObject *key = PyTuple_Pack(5, args[0], args[1], args[2], args[3], args[4]), *node = NULL, *ref = NULL;
-  if (!key || (node = live_consed(mk, key)) || PyErr_Occurred()) goto done;
+  Py_hash_t hash = key ? PyObject_Hash(key) : -1;
+  if (hash == -1 || (node = live_consed(mk, key, hash)) || PyErr_Occurred()) goto done;
   static PyObject *no_args;
   if (!no_args && !(no_args = PyTuple_New(0))) goto done;
   if (!(node = mk->cls->tp_new(mk->cls, no_args, NULL))) goto done;
@@ -1025,7 +1038,7 @@ static PyObject *consed_node(const Maker *mk, PyObject *const args[5]) {
     PyObject **slot = (PyObject **)((char *)node + mk->offset[i]);
     Py_XSETREF(*slot, Py_NewRef(args[i]));
   }
-  if (!(ref = PyWeakref_NewRef(node, NULL)) || PyDict_SetItem(mk->ucache, key, ref) < 0) Py_CLEAR(node);
+  if (!(ref = PyWeakref_NewRef(node, NULL)) || ucache_set(mk->ucache, key, ref, hash) < 0) Py_CLEAR(node);
 done:
   Py_XDECREF(key); Py_XDECREF(ref);
   return node;
@@ -1044,9 +1057,22 @@ static PyObject *converted(PyObject *memo, PyObject *convert, PyObject *key) {
   return v;
 }
 
+/* a dtype's conversion, a new reference: the last one again, or from the memo dict */
+static PyObject *converted_dtype(Converters *cv, PyObject *dtype) {
+  if (dtype == cv->last_dtype[0]) return Py_NewRef(cv->last_dtype[1]);
+  PyObject *v = converted(cv->dtypes, cv->dtype_conv, dtype);
+  if (v) {
+    Py_XSETREF(cv->last_dtype[0], Py_NewRef(dtype));
+    Py_XSETREF(cv->last_dtype[1], Py_NewRef(v));
+  }
+  return v;
+}
+
 /* 1 when x's type is plain (both sides share it as it is), or x is a tuple of such values (arg_conv would rebuild an
  * equal tuple: a GEP's lanes, a VECTORIZE's shape), 0 when arg_conv must convert it, -1 on error */
 static int plain_value(PyObject *x, const Converters *cv, int depth) {
+  if (x == Py_None) return cv->none_plain;
+  if (PyLong_CheckExact(x)) return cv->int_plain;
   if (PyTuple_CheckExact(x) && depth < 8) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++) {
       int p = plain_value(PyTuple_GET_ITEM(x, i), cv, depth + 1);
@@ -1084,7 +1110,7 @@ static PyObject *converted_tag(PyObject *tag, const Converters *cv) {
 static PyObject *remade_tinyc_node(UOp *u, const Maker *mk, Converters *cv, PtrMap *done) {
   PyObject **op = &cv->tinyc_ops[u->op];
   if (!*op && !(*op = converted(cv->ops, cv->op_conv, ops_members[u->op]))) return NULL;
-  PyObject *args[5] = {Py_NewRef(*op), converted(cv->dtypes, cv->dtype_conv, (PyObject *)u->dtype), NULL, NULL, NULL}, *ret = NULL;
+  PyObject *args[5] = {Py_NewRef(*op), converted_dtype(cv, (PyObject *)u->dtype), NULL, NULL, NULL}, *ret = NULL;
   if (args[1] && (args[2] = remade_sources((PyObject *const *)u->src, u->nsrc, done)) && (args[3] = converted_arg(u->arg, cv)) &&
       (args[4] = converted_tag(uop_tag(u), cv)))
     ret = made(mk, args);
@@ -1102,7 +1128,7 @@ static PyObject *remade_node(PyObject *x, const Maker *mk, Converters *cv, PtrMa
   if (!src) goto done;
   args[2] = remade_sources(PySequence_Fast_ITEMS(src), PySequence_Fast_GET_SIZE(src), done);
   Py_DECREF(src);
-  if (!args[2] || !(args[0] = converted(cv->ops, cv->op_conv, f[0])) || !(args[1] = converted(cv->dtypes, cv->dtype_conv, f[1])) ||
+  if (!args[2] || !(args[0] = converted(cv->ops, cv->op_conv, f[0])) || !(args[1] = converted_dtype(cv, f[1])) ||
       !(args[3] = converted_arg(f[3], cv)) || !(args[4] = converted_tag(f[4], cv)))
     goto done;
   ret = made(mk, args);
@@ -1122,7 +1148,9 @@ static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   Maker mk;
   if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!|O:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
                         &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain, &consed) ||
-      maker_init(&mk, make, consed) < 0)
+      maker_init(&mk, make, consed) < 0 ||
+      (cv.none_plain = PySet_Contains(cv.plain, (PyObject *)Py_TYPE(Py_None))) < 0 ||
+      (cv.int_plain = PySet_Contains(cv.plain, (PyObject *)&PyLong_Type)) < 0)
     return NULL;
   Py_ssize_t n = PyList_GET_SIZE(nodes);
   if (!n) return PyErr_Format(PyExc_ValueError, "_rebuild_graph needs at least one node");
@@ -1139,6 +1167,7 @@ static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   if (gc_was_enabled) PyGC_Enable();
   PyObject *ret = remade ? Py_NewRef(last) : NULL;
   for (int op = 0; op < OP_COUNT; op++) Py_XDECREF(cv.tinyc_ops[op]);
+  Py_XDECREF(cv.last_dtype[0]); Py_XDECREF(cv.last_dtype[1]);
   ptrmap_free(&done);
   Py_XDECREF(remade);
   return ret;

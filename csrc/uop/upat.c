@@ -497,25 +497,28 @@ static bool shape_fits(const RuleSlot *slot, const UOp *u, OpSet src_ops) {
   return true;
 }
 
-/* ---- the same-capture reject ----
- * (y + x) + x, x + x*c and their kind are tried on every ADD and almost never match: the name x must bind one node at
- * two places. A node at depth d of a pattern's match is at depth d of the node's graph (each source pattern matches a
- * source), so when no node sits at both depths (or twice at one), the match fails, and the rule is skipped without
- * trying its orders. Only places every match binds count: not under UPat.any (alternatives) or a repeated source. */
-#define SAME_MAX_DEPTH 3
-#define SAME_LEVEL_MAX 16
+/* ---- the deep reject ----
+ * (y + x) + x, x + x*c, (y + (x//c1)*c3) + x%c1*c2 and their kind are tried on every ADD and almost never match. A node
+ * at depth d of a pattern's match is at depth d of the node's graph (each source pattern matches a source), so before
+ * trying the orders of a rule, two necessary conditions are checked on the node's first levels: a name bound at two
+ * places needs one node at both depths (or twice at one depth: match() binds a name to one node), and a source
+ * pattern with ops 2 or 3 levels down needs a node of one of its ops at that depth. Only places every match reaches
+ * count: not under UPat.any (alternatives) or a repeated source (which may match no source). */
+#define DEEP_MAX_DEPTH 3
+#define DEEP_LEVEL_MAX 16
 
-/* every (slot, depth) a match of p binds for sure, up to SAME_MAX_DEPTH below the root */
-static void bound_places(const UPat *p, int depth, int (*places)[2], int *n) {
-  if (p->is_any || depth > SAME_MAX_DEPTH) return;
+/* every (slot, depth) a match of p binds for sure, up to DEEP_MAX_DEPTH below the root; and the ops found down there */
+static void sure_places(const UPat *p, int depth, int (*places)[2], int *n, Rule *r) {
+  if (p->is_any || depth > DEEP_MAX_DEPTH) return;
   if (p->slot >= 0 && *n < 32) places[*n][0] = p->slot, places[*n][1] = depth, (*n)++;
+  if (depth >= 2 && p->has_ops && r->ndeep < 4) r->deep[r->ndeep].depth = (uint8_t)depth, r->deep[r->ndeep++].ops = p->ops;
   if (p->src_kind == SRC_TUPLE || p->src_kind == SRC_PERMUTE)
-    for (int i = 0; i < p->nsrc; i++) bound_places(p->src[i], depth + 1, places, n);
+    for (int i = 0; i < p->nsrc; i++) sure_places(p->src[i], depth + 1, places, n, r);
 }
 
-static void same_capture_pairs(Rule *r) {
+static void deep_reject_init(Rule *r) {
   int places[32][2], n = 0;
-  bound_places(r->pat, 0, places, &n);
+  sure_places(r->pat, 0, places, &n, r);
   for (int i = 0; i < n; i++) {
     int j = i + 1;
     while (j < n && places[j][0] != places[i][0]) j++;
@@ -528,19 +531,27 @@ static void same_capture_pairs(Rule *r) {
   }
 }
 
-/* the nodes at each depth of u's graph (a node once per place), up to what the rules need; built on first use */
-typedef struct { UOp *at[SAME_MAX_DEPTH + 1][SAME_LEVEL_MAX]; int len[SAME_MAX_DEPTH + 1]; int built; bool too_wide; } Levels;
+/* the nodes at each depth of u's graph (a node once per place) and their ops, down to what the rules need; built on
+ * first use */
+typedef struct {
+  UOp *at[DEEP_MAX_DEPTH + 1][DEEP_LEVEL_MAX];
+  int len[DEEP_MAX_DEPTH + 1];
+  OpSet ops[DEEP_MAX_DEPTH + 1];
+  int built;
+  bool too_wide;
+} Levels;
 
 static void levels_build(Levels *lv, UOp *u, int depth) {
   if (!lv->built) lv->at[0][0] = u, lv->len[0] = 1, lv->built = 1;
   for (; lv->built <= depth && !lv->too_wide; lv->built++) {
     int d = lv->built, len = 0;
+    OpSet ops = {{0, 0}};
     for (int i = 0; i < lv->len[d - 1]; i++) {
       UOp *x = lv->at[d - 1][i];
-      if (len + x->nsrc > SAME_LEVEL_MAX) { lv->too_wide = true; break; }
-      for (int k = 0; k < x->nsrc; k++) lv->at[d][len++] = x->src[k];
+      if (len + x->nsrc > DEEP_LEVEL_MAX) { lv->too_wide = true; break; }
+      for (int k = 0; k < x->nsrc; k++) opset_add(&ops, x->src[k]->op), lv->at[d][len++] = x->src[k];
     }
-    lv->len[d] = len;
+    lv->len[d] = len, lv->ops[d] = ops;
   }
 }
 
@@ -551,8 +562,14 @@ static bool shared_between(const Levels *lv, int a, int b) {
   return false;
 }
 
-/* false when some capture of the rule cannot bind one node at its two places */
-static bool same_captures_possible(const Rule *r, UOp *u, Levels *lv) {
+/* false when the rule cannot match u: a deep op is missing, or a capture cannot bind one node at its two places */
+static bool deep_possible(const Rule *r, UOp *u, Levels *lv) {
+  for (int i = 0; i < r->ndeep; i++) {
+    int d = r->deep[i].depth;
+    levels_build(lv, u, d);
+    if (lv->too_wide) return true;
+    if (!(r->deep[i].ops.bits[0] & lv->ops[d].bits[0]) && !(r->deep[i].ops.bits[1] & lv->ops[d].bits[1])) return false;
+  }
   for (int i = 0; i < r->nsame; i++) {
     int a = r->same_depth[i][0], b = r->same_depth[i][1];
     levels_build(lv, u, b);
@@ -579,13 +596,14 @@ static __attribute__((noinline)) PyObject *try_rules(PatternMatcher *pm, UOp *u,
   else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
   PyObject *result = NULL;
   Levels levels;
-  levels.built = 0, levels.too_wide = false;
+  levels.built = 0, levels.too_wide = false;   /* the rest is written before it is read (levels_build) */
+  memset(levels.len, 0, sizeof levels.len), memset(levels.ops, 0, sizeof levels.ops);
   for (; i < n; i++) {
     const RuleSlot *slot = &pm->by_op[u->op][at ? at[i] : i];
     Rule *rule = slot->rule;
     if ((!rule->native && !rule->fn) || (!at && !shape_fits(slot, u, src_ops))) continue;
     if (!rule->pat->is_any && !dtype_ok(rule->pat, u)) continue;   /* what match() would reject first, without the call */
-    if (rule->nsame && !same_captures_possible(rule, u, &levels)) continue;
+    if ((rule->nsame || rule->ndeep) && !deep_possible(rule, u, &levels)) continue;
     PyObject *ret;
     if (apply_rule(rule, u, ctx, capp, &ret) < 0) break;
     if (!ret) continue;
@@ -761,7 +779,7 @@ static Rule *rule_new(UPat *pat, PyObject *fn, NativeFn native) {
       r->npos = i + 1;
     }
   }
-  same_capture_pairs(r);
+  deep_reject_init(r);
   if (fn) {   /* does the callable take ctx? (tinygrad asks inspect.signature) */
     PyObject *inspect = PyImport_ImportModule("inspect"), *sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", fn) : NULL;
     PyObject *params = sig ? getattr_literal(sig, "parameters") : NULL, *ctx_name = PyUnicode_FromString("ctx");

@@ -64,7 +64,9 @@ typedef struct Rule {
   OpSet pos_ops[4];
   bool pos_permuted;         /* or, for a commutative pattern, the ops of its npos sources in one of its orders */
   int nsame;                 /* and the pairs of depths below the root at which one capture occurs twice: where no */
-  uint8_t same_depth[4][2];  /* node is at both, the pattern cannot match (match() binds a name to one node) */
+  uint8_t same_depth[4][2];  /* node is at both, the pattern cannot match (match() binds a name to one node); */
+  int ndeep;                 /* and ops that some node 2 or 3 levels down must have */
+  struct { uint8_t depth; OpSet ops; } deep[4];
 } Rule;
 
 /* A rule as its root op's dispatch list holds it: the early-reject set beside the rule, so scanning the list for the

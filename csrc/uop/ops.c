@@ -85,7 +85,7 @@ static int node_equal(UOp *u, Op op, DType *dtype, UOp *const *src, Py_ssize_t n
 }
 
 static int node_hash(Op op, DType *dtype, UOp *const *src, Py_ssize_t nsrc, PyObject *arg, PyObject *tag, uint32_t *out) {
-  Py_hash_t harg = PyObject_Hash(arg), htag = tag == Py_None ? 0 : PyObject_Hash(tag);
+  Py_hash_t harg = arg == Py_None ? 0 : PyObject_Hash(arg), htag = tag == Py_None ? 0 : PyObject_Hash(tag);   /* most args: None */
   if (harg == -1 || htag == -1) {
     if (PyErr_ExceptionMatches(PyExc_TypeError)) {
       PyErr_Clear();

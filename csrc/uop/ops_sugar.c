@@ -347,6 +347,15 @@ static PyObject *UOp_bitcast(UOp *self, PyObject *dtype) {
   return dt ? (PyObject *)uop_new1(OP_BITCAST, dt, self, NULL) : NULL;
 }
 
+/* the arg (k,) of a GEP of one lane: a 1-tuple made once for the lanes of the widest vectors (a GEP per lane is the
+ * commonest node devectorizing makes), else a new one */
+static PyObject *lane_arg(PyObject *k_obj, Py_ssize_t k) {
+  static PyObject *lanes[64];
+  if (k < 0 || k >= 64) return PyTuple_Pack(1, k_obj);
+  if (!lanes[k] && !(lanes[k] = PyTuple_Pack(1, k_obj))) return NULL;
+  return Py_NewRef(lanes[k]);
+}
+
 PyObject *UOp_gep(UOp *self, PyObject *i) {
   if (PyTuple_Check(i) && PyTuple_GET_SIZE(i) == 1) i = PyTuple_GET_ITEM(i, 0);
   if (PyLong_Check(i)) {
@@ -364,7 +373,7 @@ PyObject *UOp_gep(UOp *self, PyObject *i) {
       return ret;
     }
     if (self->op == OP_CONST) return (PyObject *)uop_const(dtype_scalar(self->dtype), self->arg);
-    PyObject *t = PyTuple_Pack(1, i);
+    PyObject *t = PyLong_CheckExact(i) ? lane_arg(i, k) : PyTuple_Pack(1, i);
     if (!t) return NULL;
     PyObject *ret = (PyObject *)uop_new1(OP_GEP, dtype_scalar(self->dtype), self, t);
     Py_DECREF(t);

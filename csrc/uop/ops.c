@@ -1009,7 +1009,8 @@ static int maker_init(Maker *mk, PyObject *make, PyObject *consed) {
 }
 
 /* The cache is looked up and, on a miss, written with the key's hash computed once: hashing the key (its sources,
- * its arg) is a sixth of a node's cost. CPython 3.11 and 3.12 export the known-hash dict calls; later ones hash twice. */
+ * its arg) a second time was an eighth of a new node's cost. CPython 3.11 and 3.12 export the known-hash dict calls;
+ * later ones hash twice. */
 #if PY_VERSION_HEX < 0x030D0000
 #define ucache_get(d, key, hash) _PyDict_GetItem_KnownHash((d), (key), (hash))
 #define ucache_set(d, key, value, hash) _PyDict_SetItem_KnownHash((d), (key), (value), (hash))

@@ -268,10 +268,7 @@ def test_routed_spec_is_tinygrads():
   fields = lambda p: (strip_counter(p.function_name), norm_src(p), p.device,
                       p.global_size, p.local_size, [v.arg for v in p.vars], p.globals, p.outs, p.ins, len(p.uops), p.applied_opts,
                       p.estimates.ops, p.estimates.mem, p.estimates.lds)
-  assert "estimates" in got.__dict__   # tinyc's, in place before tinygrad's CompiledRunner reads them
   assert fields(got) == fields(want)
-  from tinygrad.renderer import Estimates
-  assert got.estimates == Estimates.from_uops(got.uops, ignore_indexing=True)
   assert type(got.ast) is type(want.ast) and got.ast.op is want.ast.op
   assert got.lib == want.lib   # the flat image tinygrad's ClangJITCompiler makes: code only, no names
 

@@ -131,7 +131,7 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
 import contextlib, dataclasses, os, sys, threading, time
 import tinygrad.codegen as _tg_codegen
 import tinygrad.engine.realize as _tg_realize
-from tinygrad.renderer import ProgramSpec as TgProgramSpec, Estimates as TgEstimates
+from tinygrad.renderer import ProgramSpec as TgProgramSpec
 from tinygrad.uop.ops import print_uops as _tg_print_uops
 from tinygrad.renderer.cstyle import ClangRenderer as TgClangRenderer, ClangJITRenderer as TgClangJITRenderer
 from tinygrad.renderer.llvmir import LLVMRenderer as TgLLVMRenderer
@@ -270,22 +270,18 @@ def _tg_sint(x): return to_tinygrad(x) if isinstance(x, tinyc.UOp) else x
 def _tg_program_spec(prg) -> TgProgramSpec:
   """tinygrad's ProgramSpec.from_uop of tinyc's PROGRAM converted, its fields read by tinyc's C ProgramSpec.from_uop (the
   same single pass over the uops). A UOp among them (a var, a symbolic size) converts to the very node of the converted
-  graph: both sides hash-cons. Its estimates, which tinygrad's CompiledRunner reads at once (Estimates.from_uops, in
-  Python, a millisecond a kernel), are tinyc's, computed in C the same way, already in place."""
+  graph: both sides hash-cons."""
   tc, tg = tinyc.ProgramSpec.from_uop(prg), to_tinygrad(prg)
   uops = list(tg.src[2].src)
   if _TG_DEBUG >= 6: _tg_print_uops(uops)
-  spec = TgProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, None, list(tg.arg) if tg.arg else [],
+  return TgProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, None, list(tg.arg) if tg.arg else [],
                        [_tg_sint(x) for x in tc.global_size], None if tc.local_size is None else [_tg_sint(x) for x in tc.local_size],
                        [to_tinygrad(v) for v in tc.vars], list(tc.globals), list(tc.outs), list(tc.ins))
-  e = tc.estimates
-  spec.__dict__["estimates"] = TgEstimates(_tg_sint(e.ops), _tg_sint(e.lds), _tg_sint(e.mem))   # its cached_property's place
-  return spec
 
 def _spec(b: _Built) -> TgProgramSpec:
   with _timed("codegen"): spec = _tg_program_spec(b.prg)   # while the pool may still be compiling it
-  spec.lib = _finish_compile(b)   # (a field of the spec made here, which nothing else holds yet)
-  return spec
+  lib = _finish_compile(b)
+  return spec if lib is None else dataclasses.replace(spec, lib=lib)
 
 def _ahead_key(ast, ren): return (ast.key, id(ren))
 

@@ -542,7 +542,10 @@ typedef struct {
 } Levels;
 
 static void levels_build(Levels *lv, UOp *u, int depth) {
-  if (!lv->built) lv->at[0][0] = u, lv->len[0] = 1, lv->built = 1;
+  if (!lv->built) {   /* first use for this node */
+    memset(lv->len, 0, sizeof lv->len), memset(lv->ops, 0, sizeof lv->ops);
+    lv->at[0][0] = u, lv->len[0] = 1, lv->built = 1;
+  }
   for (; lv->built <= depth && !lv->too_wide; lv->built++) {
     int d = lv->built, len = 0;
     OpSet ops = {{0, 0}};
@@ -596,8 +599,7 @@ static __attribute__((noinline)) PyObject *try_rules(PatternMatcher *pm, UOp *u,
   else memset(&local, 0, sizeof(UOp *) * (size_t)(nslots > CAP_FIXED ? nslots : CAP_FIXED));
   PyObject *result = NULL;
   Levels levels;
-  levels.built = 0, levels.too_wide = false;   /* the rest is written before it is read (levels_build) */
-  memset(levels.len, 0, sizeof levels.len), memset(levels.ops, 0, sizeof levels.ops);
+  levels.built = 0, levels.too_wide = false;   /* the rest is written on first use (levels_build) */
   for (; i < n; i++) {
     const RuleSlot *slot = &pm->by_op[u->op][at ? at[i] : i];
     Rule *rule = slot->rule;

@@ -542,7 +542,7 @@ typedef struct {
 } Levels;
 
 static void levels_build(Levels *lv, UOp *u, int depth) {
-  if (!lv->built) {   /* first use for this node */
+  if (!lv->built) {   /* first use for this node: a level is read only once built, but gcc cannot see that */
     memset(lv->len, 0, sizeof lv->len), memset(lv->ops, 0, sizeof lv->ops);
     lv->at[0][0] = u, lv->len[0] = 1, lv->built = 1;
   }

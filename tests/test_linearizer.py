@@ -124,7 +124,7 @@ def test_nan_consts_order_as_python_compares_them():
 
 def random_store_graph(rng):
   """stores into globals whose ptr dtypes differ only in size (neither is less than the other, nor ==), at index chains
-  up to 40 ops deep (tuplizes far past a fixed prefix), of values that mix NaN and other consts with loads"""
+  up to 40 ops deep, of values that mix NaN and other consts with loads"""
   globs = [TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(rng.choice([16, 32, 64])), arg=i) for i in range(3)]
   values = [float("nan"), 1.0, 2.0, -0.0, 0.5]
   stores = []
@@ -138,12 +138,25 @@ def random_store_graph(rng):
   return TgUOp.sink(*rng.sample(stores, len(stores)))
 
 def test_tuplize_order_on_random_deep_graphs():
-  """the sort's answers where tinygrad's order is not consistent (heads that are neither less nor ==, NaN) and where
-  two nodes first differ deep down: the same list as tinygrad's on every graph"""
+  """the sort's answers where tinygrad's order is not consistent (heads that are neither less nor ==, NaN), on deep
+  graphs: the same list as tinygrad's on every graph"""
   rng = random.Random(1)
   for _ in range(200):
     sink = random_store_graph(rng)
     assert same_nodes(tg_linearize(sink), _C.linearize(from_tinygrad(sink)))
+
+def test_stores_that_first_differ_past_the_token_prefixes():
+  """two stores whose index chains (80 adds) differ only in the const at the bottom: their order is decided past any
+  fixed-length prefix of their tuplizes, in both orders of the sink's sources"""
+  g = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.int.ptr(64), arg=0)
+  def chain(c):
+    x = TgUOp.const(tg_dtypes.int, c)
+    for _ in range(80): x = x + 1
+    return x
+  for c0, c1 in ((0, 1), (1, 0), (2, 1)):
+    a, b = g.index(chain(c0)).store(TgUOp.const(tg_dtypes.int, 5)), g.index(chain(c1)).store(TgUOp.const(tg_dtypes.int, 5))
+    for sink in (TgUOp.sink(a, b), TgUOp.sink(b, a)):
+      assert same_nodes(tg_linearize(sink), _C.linearize(from_tinygrad(sink)))
 
 def test_linearize_is_a_toposort_of_every_node():
   for _, sink in final_sinks()[:10]:

@@ -19,6 +19,27 @@ static inline int tinyc_add(PyObject *module, const char *name, PyObject *obj) {
   return 0;
 }
 
+/* PyObject_RichCompareBool(a, b, op): 1, 0, or -1 with an exception. Two exact ints that fit a long (the args, bounds and
+ * consts the rules compare, nearly always) are compared in C, without the generic dispatch; the rest go to Python. */
+static inline int compare_longs(long x, long y, int op) {
+  switch (op) {
+    case Py_LT: return x < y;
+    case Py_LE: return x <= y;
+    case Py_EQ: return x == y;
+    case Py_NE: return x != y;
+    case Py_GT: return x > y;
+    default: return x >= y;
+  }
+}
+static inline int compare_bool(PyObject *a, PyObject *b, int op) {
+  if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+    int oa, ob;
+    long x = PyLong_AsLongAndOverflow(a, &oa), y = PyLong_AsLongAndOverflow(b, &ob);   /* an exact int cannot fail */
+    if (!oa && !ob) return compare_longs(x, y, op);
+  }
+  return PyObject_RichCompareBool(a, b, op);
+}
+
 /* tinygrad's getenv / ContextVar for int settings (helpers/getenv.c).
  * env_int: read at import, as a ContextVar: int(os.getenv(name)); *value is left as it is (the default) when
  * unset; a value int() refuses is its ValueError (-1); huge values clamp to LONG_MIN/LONG_MAX (sign and truth kept).

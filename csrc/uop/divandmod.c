@@ -18,7 +18,6 @@ static bool correct_divmod_folding;   /* CORRECT_DIVMOD_FOLDING: a ContextVar, a
 
 /* ---- small helpers ---- */
 
-static int cmpi(PyObject *a, int op, long long b) { return a ? PyObject_RichCompareBool(a, n_int(b), op) : -1; }
 static PyObject *n_abs(PyObject *a) { return a ? pool_keep(PyNumber_Absolute(a)) : NULL; }
 static PyObject *new_list(void) { return pool_keep(PyList_New(0)); }
 static int append(PyObject *list, PyObject *o) { return list && o ? PyList_Append(list, o) : -1; }
@@ -153,12 +152,12 @@ static PyObject *divide_exact_mul(UOp *self, UOp *v) {
     if (!c && PyErr_Occurred()) return NULL;
     if (PyDict_SetItem(counts, ITEM(div_leaves, i), n_sub(c ? c : n_int(0), n_int(1))) < 0) return NULL;
   }
-  TEST(divisible, cmpi(n_mod(cst, div_cst), Py_EQ, 0));
+  TEST(divisible, n_cmpi(n_mod(cst, div_cst), Py_EQ, 0));
   if (!divisible) return Py_None;
   Py_ssize_t pos = 0;
   PyObject *leaf, *count;
   while (PyDict_Next(counts, &pos, &leaf, &count)) {
-    TEST(negative, cmpi(count, Py_LT, 0));
+    TEST(negative, n_cmpi(count, Py_LT, 0));
     if (negative) return Py_None;
   }
   PyObject *acc = n_int(1);
@@ -205,7 +204,7 @@ static int read_bounds(DivMod *s) {
     PyErr_SetString(PyExc_AssertionError, "div/mod folding needs int bounds");
     return -1;
   }
-  int same = n_eq(s->y_min, s->y_max), zero = same > 0 ? cmpi(s->y_max, Py_EQ, 0) : same;
+  int same = n_eq(s->y_min, s->y_max), zero = same > 0 ? n_cmpi(s->y_max, Py_EQ, 0) : same;
   if (zero < 0) return -1;
   if (zero) {
     UOp *e = u_alu2(s->d->op, s->x, s->y);
@@ -227,7 +226,7 @@ static int cancel_may_fold(DivMod *s) {
 /* cancel_divmod: the numerator's range lies within one denominator interval, so the quotient is constant */
 static UOp *cancel_divmod(DivMod *s) {
   if (!cancel_may_fold(s)) return NULL;
-  TEST(same_sign, cmpi(n_mul(s->y_min, s->y_max), Py_GT, 0));
+  TEST(same_sign, n_cmpi(n_mul(s->y_min, s->y_max), Py_GT, 0));
   if (!same_sign) return NULL;
   PyObject *q = n_cdiv(s->x_min, s->y_min);
   TEST(e1, n_eq(q, n_cdiv(s->x_min, s->y_max)));
@@ -251,7 +250,7 @@ static int split_numerator(DivMod *s) {
 /* remove_nested_mod: an inner mod by a multiple of c goes away, (a%4 + b)%2 -> (a+b)%2 */
 static UOp *remove_nested_mod(DivMod *s) {
   if (!s->is_mod) return NULL;
-  TEST(nonneg, cmpi(s->x_min, Py_GE, 0));
+  TEST(nonneg, n_cmpi(s->x_min, Py_GE, 0));
   if (!nonneg) return NULL;
   PyObject *new_xs = new_list();
   bool changed = false;
@@ -266,7 +265,7 @@ static UOp *remove_nested_mod(DivMod *s) {
   }
   if (!new_xs || !changed) return NULL;
   UOp *new_x = need_uop(n_add(AS_PY(u_sum((UOp *const *)((PyListObject *)new_xs)->ob_item, (int)LEN(new_xs))), s->cst));
-  TEST(ok, cmpi(vmin(new_x), Py_GE, 0));
+  TEST(ok, n_cmpi(vmin(new_x), Py_GE, 0));
   return ok ? u_mod(new_x, s->y) : NULL;
 }
 
@@ -285,7 +284,7 @@ static int decompose(DivMod *s) {
 static UOp *fold_binary_numerator(DivMod *s) {
   if (LEN(s->terms) != 1) return NULL;
   UOp *v = need_uop(ITEM(s->terms, 0));
-  TEST(two_values, cmpi(n_sub(vmax(v), vmin(v)), Py_EQ, 1));
+  TEST(two_values, n_cmpi(n_sub(vmax(v), vmin(v)), Py_EQ, 1));
   if (!two_values) return NULL;
   PyObject *f = ITEM(s->factors, 0), *(*op)(PyObject *, PyObject *) = s->is_mod ? n_cmod : n_cdiv;
   PyObject *y1 = op(n_add(n_mul(f, vmin(v)), s->cst), s->c), *y2 = op(n_add(n_mul(f, vmax(v)), s->cst), s->c);
@@ -312,7 +311,7 @@ static int congruence_may_fold(DivMod *s) {
 /* fold_divmod_congruence: replace each factor by its smallest residue mod c; when that sum stays
  * within one interval of c, the quotient and remainder follow term by term */
 static UOp *fold_divmod_congruence(DivMod *s) {
-  TEST(x_negative, cmpi(s->x_min, Py_LT, 0));
+  TEST(x_negative, n_cmpi(s->x_min, Py_LT, 0));
   if (x_negative && s->correct) return NULL;
   if (!congruence_may_fold(s)) return NULL;
   PyObject *rems = new_list(), *c = s->c;
@@ -336,15 +335,15 @@ static UOp *fold_divmod_congruence(DivMod *s) {
 
 /* gcd_with_remainder: divide the terms (not the constant) and c by their common constant factor */
 static UOp *gcd_with_remainder(DivMod *s) {
-  TEST(nonneg, cmpi(s->x_min, Py_GE, 0));
+  TEST(nonneg, n_cmpi(s->x_min, Py_GE, 0));
   if (!nonneg) return NULL;
   UOp *g = gcd_simplified(s->uops, s->y);
   if (!g || g->op != OP_CONST) return NULL;
-  TEST(above_one, cmpi(g->arg, Py_GT, 1));
+  TEST(above_one, n_cmpi(g->arg, Py_GT, 1));
   if (!above_one) return NULL;
   UOp *quotient = unwrap(divide_exact(s->x_peeled, g));
   UOp *new_x = need_uop(n_add(AS_PY(u_simplify(quotient)), n_floordiv(n_mod(s->cst, s->c), g->arg)));
-  TEST(ok, cmpi(vmin(new_x), Py_GE, 0));
+  TEST(ok, n_cmpi(vmin(new_x), Py_GE, 0));
   if (!ok) return NULL;
   UOp *ret = u_alu2(s->d->op, new_x, u_const_like(s->x, n_floordiv(s->c, g->arg)));
   return need_uop(s->is_mod ? n_add(n_mul(AS_PY(ret), AS_PY(g)), n_mod(s->cst, g->arg)) : n_add(AS_PY(ret), n_floordiv(s->cst, s->c)));
@@ -354,16 +353,16 @@ static UOp *gcd_with_remainder(DivMod *s) {
  * when folding x//f succeeds (recursively) */
 static UOp *nest_div_by_smallest_factor(DivMod *s) {
   if (s->is_mod) return NULL;
-  TEST(nonneg, cmpi(s->x_min, Py_GE, 0));
+  TEST(nonneg, n_cmpi(s->x_min, Py_GE, 0));
   if (!nonneg) return NULL;
   PyObject *div = s->c;
   for (Py_ssize_t i = 0; i < LEN(s->uops); i++) {
     UOp *u = (UOp *)ITEM(s->uops, i);
     if (u->op == OP_CONST || u->op == OP_VCONST) continue;
     PyObject *f = ITEM(s->factors, i), *abs_f = n_abs(f);
-    TEST(above_one, cmpi(abs_f, Py_GT, 1));
+    TEST(above_one, n_cmpi(abs_f, Py_GT, 1));
     if (!above_one) continue;
-    TEST(divides_c, cmpi(n_mod(s->c, f), Py_EQ, 0));
+    TEST(divides_c, n_cmpi(n_mod(s->c, f), Py_EQ, 0));
     if (!divides_c) continue;
     TEST(smaller, n_lt(abs_f, div));
     if (smaller) div = abs_f;
@@ -375,14 +374,14 @@ static UOp *nest_div_by_smallest_factor(DivMod *s) {
   UOp *folded = fold_divmod_general(inner, s->correct);
   Py_LeaveRecursiveCall();
   if (!folded) return NULL;
-  TEST(ok, cmpi(vmin(folded), Py_GE, 0));
+  TEST(ok, n_cmpi(vmin(folded), Py_GE, 0));
   return ok ? need_uop(n_floordiv(AS_PY(folded), n_floordiv(s->c, div))) : NULL;
 }
 
 /* the rules that need y to be a CONST > 0 */
 static UOp *constant_denominator_rules(DivMod *s) {
   if (s->y->op != OP_CONST) return NULL;
-  TEST(positive, cmpi(s->y->arg, Py_GT, 0));
+  TEST(positive, n_cmpi(s->y->arg, Py_GT, 0));
   if (!positive) return NULL;
   s->c = s->y->arg;
   TRY_RULE(remove_nested_mod(s));
@@ -398,7 +397,7 @@ static UOp *divide_by_gcd(DivMod *s) {
   UOp *g = gcd_simplified(s->all_uops, s->y);
   if (!g) return NULL;
   if (g->op == OP_CONST) {
-    TEST(one, cmpi(g->arg, Py_EQ, 1));
+    TEST(one, n_cmpi(g->arg, Py_EQ, 1));
     if (one) return NULL;
   }
   UOp *x_over_g = unwrap(divide_exact(s->x, g));
@@ -409,9 +408,9 @@ static UOp *divide_by_gcd(DivMod *s) {
 /* factor_remainder: terms that are multiples of y leave the division, (d*x+y)//d -> x + y//d;
  * for a MOD by a constant, each term's factor is reduced mod y */
 static UOp *factor_remainder(DivMod *s) {
-  TEST(y_negative, cmpi(s->y_min, Py_LT, 0));
+  TEST(y_negative, n_cmpi(s->y_min, Py_LT, 0));
   if (y_negative) return NULL;
-  TEST(x_negative, cmpi(s->x_min, Py_LT, 0));
+  TEST(x_negative, n_cmpi(s->x_min, Py_LT, 0));
   if (x_negative) return NULL;
   PyObject *quo = new_list(), *rem = new_list();
   if (!quo || !rem) return NULL;
@@ -432,7 +431,7 @@ static UOp *factor_remainder(DivMod *s) {
   }
   if (!LEN(quo)) return NULL;
   UOp *new_x = need_uop(n_add(py_sum(rem), AS_PY(u_const_likei(s->x, 0))));
-  TEST(negative, cmpi(vmin(new_x), Py_LT, 0));
+  TEST(negative, n_cmpi(vmin(new_x), Py_LT, 0));
   if (negative) return NULL;
   return s->is_mod ? u_mod(new_x, s->y) : need_uop(n_add(AS_PY(u_idiv(new_x, s->y)), py_sum(quo)));
 }
@@ -458,7 +457,7 @@ static UOp *fold_divmod_sub_rules(UOp *d, bool correct) {
   TRY_RULE(constant_denominator_rules(&s));
   /* the fallback rules see every term, the constant included */
   if (!(s.all_uops = pool_keep(PyList_GetSlice(s.uops, 0, LEN(s.uops))))) return NULL;
-  TEST(has_const, cmpi(s.cst, Py_NE, 0));
+  TEST(has_const, n_cmpi(s.cst, Py_NE, 0));
   if (has_const && append(s.all_uops, AS_PY(u_const_like(s.x, s.cst))) < 0) return NULL;
   TRY_RULE(divide_by_gcd(&s));
   return factor_remainder(&s);
@@ -468,15 +467,15 @@ static UOp *fold_divmod_sub_rules(UOp *d, bool correct) {
 
 /* (x//c + a)//d -> (x + a*c)//(c*d), for positive c, d and x, a of one sign */
 RULE(merge_nested_div, c, d, x, a) {
-  TEST(c_pos, cmpi(vmin(c), Py_GT, 0));
+  TEST(c_pos, n_cmpi(vmin(c), Py_GT, 0));
   if (!c_pos) return NULL;
-  TEST(d_pos, cmpi(vmin(d), Py_GT, 0));
+  TEST(d_pos, n_cmpi(vmin(d), Py_GT, 0));
   if (!d_pos) return NULL;
-  TEST(x_nonneg, cmpi(vmin(x), Py_GE, 0));
-  TEST(both_nonneg, x_nonneg ? cmpi(vmin(a), Py_GE, 0) : 0);
+  TEST(x_nonneg, n_cmpi(vmin(x), Py_GE, 0));
+  TEST(both_nonneg, x_nonneg ? n_cmpi(vmin(a), Py_GE, 0) : 0);
   if (!both_nonneg) {
-    TEST(x_nonpos, cmpi(vmax(x), Py_LE, 0));
-    TEST(both_nonpos, x_nonpos ? cmpi(vmax(a), Py_LE, 0) : 0);
+    TEST(x_nonpos, n_cmpi(vmax(x), Py_LE, 0));
+    TEST(both_nonpos, x_nonpos ? n_cmpi(vmax(a), Py_LE, 0) : 0);
     if (!both_nonpos) return NULL;
   }
   return u_idiv(u_add(x, u_mul(a, c)), u_mul(c, d));
@@ -484,26 +483,26 @@ RULE(merge_nested_div, c, d, x, a) {
 
 /* x//d -> -(x//(-d)) for a negative d */
 RULE(div_by_negative, d, x) {
-  TEST(negative, cmpi(vmax(d), Py_LT, 0));
+  TEST(negative, n_cmpi(vmax(d), Py_LT, 0));
   return negative ? u_neg(u_idiv(x, u_neg(d))) : NULL;
 }
 
 /* x//d -> -((-x)//d) for a nonpositive x */
 RULE(div_of_nonpositive, x, d) {
-  TEST(nonpositive, cmpi(vmax(x), Py_LE, 0));
+  TEST(nonpositive, n_cmpi(vmax(x), Py_LE, 0));
   return nonpositive ? u_neg(u_idiv(u_neg(x), d)) : NULL;
 }
 
 /* (x+c)//d -> (x + c%d)//d + c//d, when the constant is at least d and everything is nonnegative */
 RULE(div_split_const, c, d, x, n) {
   PyObject *cv = c->arg, *dv = d->arg, *c_mod_d = n_mod(cv, dv);
-  TEST(reduces, c_mod_d ? PyObject_RichCompareBool(c_mod_d, cv, Py_NE) : -1);
+  TEST(reduces, c_mod_d ? compare_bool(c_mod_d, cv, Py_NE) : -1);
   if (!reduces) return NULL;
-  TEST(x_nonneg, cmpi(vmin(x), Py_GE, 0));
+  TEST(x_nonneg, n_cmpi(vmin(x), Py_GE, 0));
   if (!x_nonneg) return NULL;
-  TEST(n_nonneg, cmpi(vmin(n), Py_GE, 0));
+  TEST(n_nonneg, n_cmpi(vmin(n), Py_GE, 0));
   if (!n_nonneg) return NULL;
-  TEST(d_pos, cmpi(dv, Py_GT, 0));
+  TEST(d_pos, n_cmpi(dv, Py_GT, 0));
   if (!d_pos) return NULL;
   return need_uop(n_add(AS_PY(u_idiv(u_binop(OP_ADD, x, c_mod_d), d)), n_floordiv(cv, dv)));
 }
@@ -511,11 +510,11 @@ RULE(div_split_const, c, d, x, n) {
 /* (x+c)//d with x <= 0 <= x+c: -(-(c%d + x - (d-1))//d) + c//d */
 RULE(div_split_const_nonpositive, c, d, x, n) {
   PyObject *cv = c->arg, *dv = d->arg;
-  TEST(x_nonpos, cmpi(vmax(x), Py_LE, 0));
+  TEST(x_nonpos, n_cmpi(vmax(x), Py_LE, 0));
   if (!x_nonpos) return NULL;
-  TEST(n_nonneg, cmpi(vmin(n), Py_GE, 0));
+  TEST(n_nonneg, n_cmpi(vmin(n), Py_GE, 0));
   if (!n_nonneg) return NULL;
-  TEST(d_pos, cmpi(dv, Py_GT, 0));
+  TEST(d_pos, n_cmpi(dv, Py_GT, 0));
   if (!d_pos) return NULL;
   PyObject *shifted = n_sub(n_add(n_mod(cv, dv), AS_PY(x)), n_sub(dv, n_int(1)));
   return need_uop(n_add(n_neg(n_floordiv(n_neg(shifted), AS_PY(d))), n_floordiv(cv, dv)));
@@ -528,13 +527,13 @@ RULE(fold_divmod, d) {
 
 /* x%d -> -((-x)%d) for a nonpositive x */
 RULE(mod_of_nonpositive, x, d) {
-  TEST(nonpositive, cmpi(vmax(x), Py_LE, 0));
+  TEST(nonpositive, n_cmpi(vmax(x), Py_LE, 0));
   return nonpositive ? u_neg(u_mod(u_neg(x), d)) : NULL;
 }
 
 /* x%d -> x%(-d) for a negative d */
 RULE(mod_by_negative, d, x) {
-  TEST(negative, cmpi(vmax(d), Py_LT, 0));
+  TEST(negative, n_cmpi(vmax(d), Py_LT, 0));
   return negative ? u_mod(x, u_neg(d)) : NULL;
 }
 

@@ -2,6 +2,7 @@
  * registry of named rule sets, the pool, and the UOp/number helpers rule bodies use. Also
  * exec_alu (tinygrad/uop/ops.py, "ops in python"), which constant folding needs. */
 #include "native.h"
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 
@@ -215,13 +216,21 @@ NUM2(n_cmod, py_cmod(a, b))
 NUM2(n_gcd, PyObject_CallMethod(math_mod, "gcd", "OO", a, b))
 PyObject *n_neg(PyObject *a) { return a ? pool_keep(PyNumber_Negative(a)) : NULL; }
 
-static int cmp(PyObject *a, PyObject *b, int op) { return a && b ? PyObject_RichCompareBool(a, b, op) : -1; }
+static int cmp(PyObject *a, PyObject *b, int op) { return a && b ? compare_bool(a, b, op) : -1; }
 int n_lt(PyObject *a, PyObject *b) { return cmp(a, b, Py_LT); }
 int n_le(PyObject *a, PyObject *b) { return cmp(a, b, Py_LE); }
 int n_eq(PyObject *a, PyObject *b) { return cmp(a, b, Py_EQ); }
-int n_lti(PyObject *a, long long b) { return cmp(a, n_int(b), Py_LT); }
-int n_gti(PyObject *a, long long b) { return cmp(a, n_int(b), Py_GT); }
-int n_eqi(PyObject *a, long long b) { return cmp(a, n_int(b), Py_EQ); }
+int n_cmpi(PyObject *a, int op, long long b) {
+  if (a && PyLong_CheckExact(a) && b >= LONG_MIN && b <= LONG_MAX) {   /* an int is compared in C, with no int made for b */
+    int overflow;
+    long x = PyLong_AsLongAndOverflow(a, &overflow);
+    if (!overflow) return compare_longs(x, (long)b, op);
+  }
+  return cmp(a, n_int(b), op);
+}
+int n_lti(PyObject *a, long long b) { return n_cmpi(a, Py_LT, b); }
+int n_gti(PyObject *a, long long b) { return n_cmpi(a, Py_GT, b); }
+int n_eqi(PyObject *a, long long b) { return n_cmpi(a, Py_EQ, b); }
 int n_truth(PyObject *a) { return a ? PyObject_IsTrue(a) : -1; }
 
 /* ---- exec_alu ---- */
@@ -241,7 +250,7 @@ static PyObject *python_alu(Op op, PyObject *const *v) {
   case OP_AND: return PyNumber_And(v[0], v[1]);
   case OP_SHR: return PyNumber_Rshift(v[0], v[1]);
   case OP_SHL: return PyNumber_Lshift(v[0], v[1]);
-  case OP_MAX: { int r = PyObject_RichCompareBool(v[1], v[0], Py_GT); return r < 0 ? NULL : Py_NewRef(r ? v[1] : v[0]); }
+  case OP_MAX: { int r = compare_bool(v[1], v[0], Py_GT); return r < 0 ? NULL : Py_NewRef(r ? v[1] : v[0]); }
   case OP_MOD: return py_cmod(v[0], v[1]);
   case OP_IDIV: return py_cdiv(v[0], v[1]);
   case OP_MULACC: { PyObject *p = PyNumber_Multiply(v[0], v[1]), *r = p ? PyNumber_Add(p, v[2]) : NULL; Py_XDECREF(p); return r; }

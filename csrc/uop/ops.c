@@ -71,7 +71,7 @@ static void table_remove(UOp *u) {
 static int key_equal(PyObject *a, PyObject *b) {
   if (a == b) return 1;
   if (Py_TYPE(a) != Py_TYPE(b) && !(PyNumber_Check(a) && PyNumber_Check(b))) return 0;
-  return PyObject_RichCompareBool(a, b, Py_EQ);
+  return compare_bool(a, b, Py_EQ);
 }
 
 /* 1 when u is the node (op, dtype, src, arg, tag); 0 not; -1 error. */

@@ -8,7 +8,7 @@
 
 /* ---- Python-number helpers with Python's semantics (min/max keep the first extreme) ---- */
 
-static int lt(PyObject *a, PyObject *b) { return PyObject_RichCompareBool(a, b, Py_LT); }
+static int lt(PyObject *a, PyObject *b) { return compare_bool(a, b, Py_LT); }
 
 /* min/max over n values: new reference */
 static PyObject *py_min(PyObject *const *v, int n) {
@@ -80,15 +80,15 @@ static int all_exact_int(PyObject *a, PyObject *b, PyObject *c) { return PyLong_
 static int mod_bounds(Bounds *out, Bounds a, Bounds b) {
   PyObject *zero = small_int(0), *one = small_int(1);
   int rc = -1, eq, pos;
-  if ((eq = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ)) < 0 || (pos = lt(zero, b.hi)) < 0) goto end;
+  if ((eq = compare_bool(b.lo, b.hi, Py_EQ)) < 0 || (pos = lt(zero, b.hi)) < 0) goto end;
   if (eq && pos) {   /* a constant positive modulus c */
     PyObject *c = b.lo, *negc = PyNumber_Negative(c), *cm1 = PyNumber_Subtract(c, one), *lo = NULL, *hi = NULL;
     int a_lo_pos = lt(zero, a.lo), a_lo_nonpos_gt = -1, a_hi_neg = lt(a.hi, zero), a_hi_lt_c = -1;
     if (negc && cm1 && a_lo_pos >= 0 && a_hi_neg >= 0) {
       /* lo: 0 if a.lo > 0 else a.lo if 0 >= a.lo > -c else -(c-1) */
-      int le0 = PyObject_RichCompareBool(a.lo, zero, Py_LE), gtn = lt(negc, a.lo);
+      int le0 = compare_bool(a.lo, zero, Py_LE), gtn = lt(negc, a.lo);
       a_lo_nonpos_gt = (le0 < 0 || gtn < 0) ? -1 : le0 && gtn;
-      int ge0 = PyObject_RichCompareBool(a.hi, zero, Py_GE), ltc = lt(a.hi, c);
+      int ge0 = compare_bool(a.hi, zero, Py_GE), ltc = lt(a.hi, c);
       a_hi_lt_c = (ge0 < 0 || ltc < 0) ? -1 : ge0 && ltc;
       if (a_lo_nonpos_gt >= 0 && a_hi_lt_c >= 0) {
         lo = a_lo_pos ? Py_NewRef(zero) : a_lo_nonpos_gt ? Py_NewRef(a.lo) : PyNumber_Negative(cm1);
@@ -106,7 +106,7 @@ static int mod_bounds(Bounds *out, Bounds a, Bounds b) {
   PyObject *absb = bpos ? Py_NewRef(b.hi) : PyNumber_Negative(b.lo), *m = absb ? PyNumber_Subtract(absb, one) : NULL;
   Py_XDECREF(absb);
   if (!m) goto end;
-  int nonneg = PyObject_RichCompareBool(a.lo, zero, Py_GE), nonpos = PyObject_RichCompareBool(a.hi, zero, Py_LE);
+  int nonneg = compare_bool(a.lo, zero, Py_GE), nonpos = compare_bool(a.hi, zero, Py_LE);
   if (nonneg >= 0 && nonpos >= 0) {
     if (nonneg) rc = bounds_set(out, Py_NewRef(zero), Py_NewRef(m));
     else if (nonpos) rc = bounds_set(out, PyNumber_Negative(m), Py_NewRef(zero));
@@ -158,8 +158,8 @@ static int binary_bounds(UOp *u, Bounds *out) {
   case OP_AND:
     if (dtype_is_int(u->dtype)) {   /* x & c with c >= 0 and x >= 0 lies in [0, min(x.max, c)] */
       if (!(zero = small_int(0))) return -1;
-      int eq = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ), cpos = PyObject_RichCompareBool(b.hi, zero, Py_GE),
-          xpos = PyObject_RichCompareBool(a.lo, zero, Py_GE);
+      int eq = compare_bool(b.lo, b.hi, Py_EQ), cpos = compare_bool(b.hi, zero, Py_GE),
+          xpos = compare_bool(a.lo, zero, Py_GE);
       if (eq < 0 || cpos < 0 || xpos < 0) { Py_DECREF(zero); return -1; }
       if (eq && cpos && xpos) {
         PyObject *lo_pair[2] = {zero, a.lo}, *hi_pair[2] = {a.hi, b.hi};
@@ -172,7 +172,7 @@ static int binary_bounds(UOp *u, Bounds *out) {
     break;
   case OP_MUL: return corners(out, PyNumber_Multiply, a, b);
   case OP_SHL: case OP_SHR:
-    if ((t1 = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ)) < 0) return -1;
+    if ((t1 = compare_bool(b.lo, b.hi, Py_EQ)) < 0) return -1;
     if (t1 && all_exact_int(a.lo, a.hi, b.lo)) {
       PyObject *(*shift)(PyObject *, PyObject *) = u->op == OP_SHL ? PyNumber_Lshift : PyNumber_Rshift;
       return bounds_set(out, shift(a.lo, b.lo), shift(a.hi, b.lo));
@@ -203,8 +203,8 @@ static int binary_bounds(UOp *u, Bounds *out) {
     return bounds_set(out, PyBool_FromLong(t1), PyBool_FromLong(t2));
   case OP_CMPNE: {
     int d1 = lt(a.hi, b.lo), d2 = lt(b.hi, a.lo);
-    int e1 = PyObject_RichCompareBool(a.lo, a.hi, Py_EQ), e2 = PyObject_RichCompareBool(a.hi, b.lo, Py_EQ),
-        e3 = PyObject_RichCompareBool(b.lo, b.hi, Py_EQ);
+    int e1 = compare_bool(a.lo, a.hi, Py_EQ), e2 = compare_bool(a.hi, b.lo, Py_EQ),
+        e3 = compare_bool(b.lo, b.hi, Py_EQ);
     if (d1 < 0 || d2 < 0 || e1 < 0 || e2 < 0 || e3 < 0) return -1;
     return bounds_set(out, PyBool_FromLong(d1 || d2), PyBool_FromLong(!(e1 && e2 && e3)));
   }
@@ -385,7 +385,7 @@ PyObject *uop_const_factor(UOp *u) {
 
 PyObject *uop_divides(UOp *u, PyObject *v) {
   PyObject *onev = PyLong_FromLong(1);
-  int is_one = onev ? PyObject_RichCompareBool(v, onev, Py_EQ) : -1;
+  int is_one = onev ? compare_bool(v, onev, Py_EQ) : -1;
   Py_XDECREF(onev);
   if (is_one < 0) return NULL;
   if (is_one) return Py_NewRef(u);
@@ -510,7 +510,7 @@ static PyObject *divide_exact_mul(UOp *u, UOp *v) {
   PyObject *a = pop_const(u, OP_MUL), *b = a ? pop_const(v, OP_MUL) : NULL, *rem = NULL, *zero = PyLong_FromLong(0), *ret = NULL;
   PtrVec left = {0};
   int divisible = b && zero && (rem = PyNumber_Remainder(PyTuple_GET_ITEM(a, 1), PyTuple_GET_ITEM(b, 1))) ?
-                  PyObject_RichCompareBool(rem, zero, Py_EQ) : -1;
+                  compare_bool(rem, zero, Py_EQ) : -1;
   int missing = divisible > 0 ? factors_left((UOp *)PyTuple_GET_ITEM(a, 0), (UOp *)PyTuple_GET_ITEM(b, 0), &left) : 0;
   if (divisible == 0 || missing == 1) ret = Py_NewRef(Py_None);
   else if (divisible > 0 && missing == 0) {
@@ -692,7 +692,7 @@ static PyObject *UOp_is_increasing(UOp *self, PyObject *unused) {
     }
     if ((u->op == OP_MUL || u->op == OP_IDIV) && u->src[1]->op == OP_CONST) {
       PyObject *zero = PyLong_FromLong(0);
-      int nonneg = zero ? PyObject_RichCompareBool(u->src[1]->arg, zero, Py_GE) : -1;
+      int nonneg = zero ? compare_bool(u->src[1]->arg, zero, Py_GE) : -1;
       Py_XDECREF(zero);
       if (nonneg < 0) return NULL;
       if (nonneg) { u = u->src[0]; continue; }
@@ -730,8 +730,8 @@ UOp *uop_bind(UOp *self, PyObject *val) {
   PyObject *lo, *hi;
   UOp *ret = NULL;
   if (uop_min_max(uval, &lo, &hi) == 0) {
-    int ok_lo = PyObject_RichCompareBool(PyTuple_GET_ITEM(self->arg, 1), lo, Py_LE);
-    int ok_hi = ok_lo > 0 ? PyObject_RichCompareBool(hi, PyTuple_GET_ITEM(self->arg, 2), Py_LE) : ok_lo;
+    int ok_lo = compare_bool(PyTuple_GET_ITEM(self->arg, 1), lo, Py_LE);
+    int ok_hi = ok_lo > 0 ? compare_bool(hi, PyTuple_GET_ITEM(self->arg, 2), Py_LE) : ok_lo;
     if (ok_hi == 0)
       PyErr_Format(PyExc_ValueError, "bind %R not in range [%R, %R]", val, PyTuple_GET_ITEM(self->arg, 1), PyTuple_GET_ITEM(self->arg, 2));
     else if (ok_hi > 0) ret = uop_new2(OP_BIND, self->dtype, self, uval, NULL);
@@ -879,7 +879,7 @@ static PyObject *eval_single(UOp *self, bool (*dtype_ok)(DType *), PyTypeObject 
   UOp *s = uop_simplify(self);
   PyObject *lo, *hi, *ret = NULL;
   if (!s || uop_min_max(s, &lo, &hi) < 0) goto end;
-  int eq = PyObject_RichCompareBool(lo, hi, Py_EQ);
+  int eq = compare_bool(lo, hi, Py_EQ);
   if (eq < 0) goto end;
   if (!eq) {   /* the message names the simplified node, rendered */
     PyObject *r = uop_render(s, true);
@@ -1123,7 +1123,7 @@ static PyObject *node_shape(UOp *u, PtrMap *shapes) {
     PyObject *s = ptrmap_get(shapes, u->src[i]);
     if (s == Py_None) continue;
     if (shape == Py_None) { shape = s; continue; }
-    int eq = PyObject_RichCompareBool(shape, s, Py_EQ);
+    int eq = compare_bool(shape, s, Py_EQ);
     if (eq <= 0) return eq < 0 ? NULL : PyErr_Format(PyExc_RuntimeError, "shape mismatch at %U: %R and %R", ops_str[u->op], shape, s);
   }
   return Py_NewRef(shape);

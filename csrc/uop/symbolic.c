@@ -10,7 +10,7 @@ static PyObject *math_mod, *struct_mod;
 
 /* ---- small helpers on Python numbers and UOps (borrowed and pooled, NULL propagates) ---- */
 
-static int n_cmp(PyObject *a, PyObject *b, int op) { return a && b ? PyObject_RichCompareBool(a, b, op) : -1; }
+static int n_cmp(PyObject *a, PyObject *b, int op) { return a && b ? compare_bool(a, b, op) : -1; }
 static PyObject *n_truediv(PyObject *a, PyObject *b) { return a && b ? pool_keep(PyNumber_TrueDivide(a, b)) : NULL; }
 static PyObject *n_long(PyObject *a) { return a ? pool_keep(PyNumber_Long(a)) : NULL; }   /* int(a) */
 static PyObject *n_float(double v) { return pool_keep(PyFloat_FromDouble(v)); }

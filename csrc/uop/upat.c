@@ -311,7 +311,7 @@ static bool dtype_ok(UPat *p, UOp *u) {
 
 static int arg_ok(UPat *p, UOp *u) {
   if (!p->arg || p->arg == u->arg) return 1;
-  int ne = PyObject_RichCompareBool(p->arg, u->arg, Py_NE);
+  int ne = compare_bool(p->arg, u->arg, Py_NE);
   return ne < 0 ? -1 : !ne;
 }
 

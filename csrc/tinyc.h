@@ -19,8 +19,7 @@ static inline int tinyc_add(PyObject *module, const char *name, PyObject *obj) {
   return 0;
 }
 
-/* PyObject_RichCompareBool(a, b, op): 1, 0, or -1 with an exception. Two exact ints that fit a long (the args, bounds and
- * consts the rules compare, nearly always) are compared in C, without the generic dispatch; the rest go to Python. */
+/* x <op> y for a rich comparison op (Py_LT ... Py_GE) */
 static inline int compare_longs(long x, long y, int op) {
   switch (op) {
     case Py_LT: return x < y;
@@ -31,6 +30,8 @@ static inline int compare_longs(long x, long y, int op) {
     default: return x >= y;
   }
 }
+/* PyObject_RichCompareBool(a, b, op): 1, 0, or -1 with an exception. Two exact ints that fit a long (the args, bounds and
+ * consts the rules compare, nearly always) are compared in C, without the generic dispatch; the rest go to Python. */
 static inline int compare_bool(PyObject *a, PyObject *b, int op) {
   if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
     int oa, ob;

@@ -216,17 +216,17 @@ NUM2(n_cmod, py_cmod(a, b))
 NUM2(n_gcd, PyObject_CallMethod(math_mod, "gcd", "OO", a, b))
 PyObject *n_neg(PyObject *a) { return a ? pool_keep(PyNumber_Negative(a)) : NULL; }
 
-static int cmp(PyObject *a, PyObject *b, int op) { return a && b ? compare_bool(a, b, op) : -1; }
-int n_lt(PyObject *a, PyObject *b) { return cmp(a, b, Py_LT); }
-int n_le(PyObject *a, PyObject *b) { return cmp(a, b, Py_LE); }
-int n_eq(PyObject *a, PyObject *b) { return cmp(a, b, Py_EQ); }
+int n_cmp(PyObject *a, PyObject *b, int op) { return a && b ? compare_bool(a, b, op) : -1; }
+int n_lt(PyObject *a, PyObject *b) { return n_cmp(a, b, Py_LT); }
+int n_le(PyObject *a, PyObject *b) { return n_cmp(a, b, Py_LE); }
+int n_eq(PyObject *a, PyObject *b) { return n_cmp(a, b, Py_EQ); }
 int n_cmpi(PyObject *a, int op, long long b) {
   if (a && PyLong_CheckExact(a) && b >= LONG_MIN && b <= LONG_MAX) {   /* an int is compared in C, with no int made for b */
     int overflow;
     long x = PyLong_AsLongAndOverflow(a, &overflow);
     if (!overflow) return compare_longs(x, (long)b, op);
   }
-  return cmp(a, n_int(b), op);
+  return n_cmp(a, n_int(b), op);
 }
 int n_lti(PyObject *a, long long b) { return n_cmpi(a, Py_LT, b); }
 int n_gti(PyObject *a, long long b) { return n_cmpi(a, Py_GT, b); }

@@ -154,7 +154,8 @@ PyObject *n_gcd(PyObject *a, PyObject *b);
 int n_lt(PyObject *a, PyObject *b);
 int n_le(PyObject *a, PyObject *b);
 int n_eq(PyObject *a, PyObject *b);
-int n_cmpi(PyObject *a, int op, long long b);   /* a <op> b, op as Py_LT ... Py_GE */
+int n_cmp(PyObject *a, PyObject *b, int op);    /* a <op> b, op as Py_LT ... Py_GE */
+int n_cmpi(PyObject *a, int op, long long b);   /* the same against a C integer */
 int n_lti(PyObject *a, long long b);
 int n_gti(PyObject *a, long long b);
 int n_eqi(PyObject *a, long long b);

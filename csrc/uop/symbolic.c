@@ -10,7 +10,6 @@ static PyObject *math_mod, *struct_mod;
 
 /* ---- small helpers on Python numbers and UOps (borrowed and pooled, NULL propagates) ---- */
 
-static int n_cmp(PyObject *a, PyObject *b, int op) { return a && b ? compare_bool(a, b, op) : -1; }
 static PyObject *n_truediv(PyObject *a, PyObject *b) { return a && b ? pool_keep(PyNumber_TrueDivide(a, b)) : NULL; }
 static PyObject *n_long(PyObject *a) { return a ? pool_keep(PyNumber_Long(a)) : NULL; }   /* int(a) */
 static PyObject *n_float(double v) { return pool_keep(PyFloat_FromDouble(v)); }
@@ -279,7 +278,7 @@ RULE(gep_of_void, x) { return x; }
 RULE(gep_in_order, g) {
   if (g->dtype->is_ptr || !g->nsrc || !PyTuple_Check(g->arg) || PyTuple_GET_SIZE(g->arg) != g->src[0]->dtype->count) return NULL;
   for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(g->arg); k++) {
-    int eq = n_cmp(PyTuple_GET_ITEM(g->arg, k), n_int(k), Py_EQ);
+    int eq = n_cmpi(PyTuple_GET_ITEM(g->arg, k), Py_EQ, k);
     if (eq <= 0) return NULL;
   }
   return g->src[0];
@@ -489,7 +488,7 @@ static UOp *canonicalize_simplex(UOp *X) {
       if (pos < 0) goto end;
       if (pos) changed = true, u = u->src[0];
     }
-    if (!IN_GROUP(u->op, Irreducible) || !N_TRUE(n_cmp(vmin(u), n_int(0), Py_GE)) || ptrvec_push(&kept, u) < 0) goto end;
+    if (!IN_GROUP(u->op, Irreducible) || !N_TRUE(n_cmpi(vmin(u), Py_GE, 0)) || ptrvec_push(&kept, u) < 0) goto end;
   }
   if (changed) ret = u_sum((UOp **)kept.items, (int)kept.len);
 end:
@@ -559,7 +558,7 @@ RULE(lt_scaled_pos, c0, c1, x) {
 /* c0*x < c1 -> -x < -floor(-c1/-c0) for negative c0 (not -1) and non-positive c1 */
 RULE(lt_scaled_neg, c0, c1, x) {
   PyObject *c0v = c0->arg, *c1v = c1->arg;
-  if (!N_TRUE(n_lti(c0v, 0)) || !N_TRUE(n_cmp(c0v, n_int(-1), Py_NE)) || !N_TRUE(n_cmp(c1v, n_int(0), Py_LE))) return NULL;
+  if (!N_TRUE(n_lti(c0v, 0)) || !N_TRUE(n_cmpi(c0v, Py_NE, -1)) || !N_TRUE(n_cmpi(c1v, Py_LE, 0))) return NULL;
   return u_binop(OP_CMPLT, u_neg(x), n_neg(n_math("floor", n_truediv(n_neg(c1v), n_neg(c0v)))));
 }
 /* x // d < c -> x < c*d (c > 0) or x < c*d - (d-1) (c <= 0), for positive d */

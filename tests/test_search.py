@@ -283,6 +283,7 @@ def test_ctrl_c_stops_the_search_cleanly():
     k = tinyc.Scheduler(ast, tinyc.Device["CPU"].renderer); k.convert_loop_to_global()
     threads = lambda: len(os.listdir("/proc/self/task"))
     before = threads()
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # Ctrl-C raises here even when the caller's SIGINT is ignored
     t = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
     t.start()
     try: search.beam_search(k, search.bufs_from_ast(ast, "CPU"), 4, disable_cache=True)

@@ -496,7 +496,7 @@ RULE(div_of_nonpositive, x, d) {
 /* (x+c)//d -> (x + c%d)//d + c//d, when the constant is at least d and everything is nonnegative */
 RULE(div_split_const, c, d, x, n) {
   PyObject *cv = c->arg, *dv = d->arg, *c_mod_d = n_mod(cv, dv);
-  TEST(reduces, c_mod_d ? compare_bool(c_mod_d, cv, Py_NE) : -1);
+  TEST(reduces, n_cmp(c_mod_d, cv, Py_NE));
   if (!reduces) return NULL;
   TEST(x_nonneg, n_cmpi(vmin(x), Py_GE, 0));
   if (!x_nonneg) return NULL;

@@ -241,6 +241,11 @@ CASES = [
   ("a?(b?c:d):d", lambda v: v.b.where(v.b2.where(v.x, v.y), v.y)),
   # gep_pushing
   ("gep of gep", lambda v: vec4(v).gep((3, 2, 1)).gep((0, 2))),
+  # lanes the generic pick takes (Python's indexing): from the end, past the end (IndexError), a bool
+  ("gep of gep, lane from the end", lambda v: vec4(v).gep((3, 2, 1)).gep(-1)),
+  ("gep of gep, lane past the end", lambda v: v.U(v.Ops.GEP, v.d.index, (vec4(v).gep((3, 2)),), (5,))),
+  ("gep of gep, bool lane", lambda v: v.U(v.Ops.GEP, v.d.index, (vec4(v).gep((3, 2)),), (True,))),
+  ("gep of vconst, lane from the end", lambda v: v.U(v.Ops.GEP, v.d.index, (v.U.const(v.d.index.vec(3), (1, 2, 3)),), (-2,))),
   ("gep of vectorize", lambda v: v.vec.gep((2, 0))), ("gep1 of vectorize", lambda v: v.U(v.Ops.GEP, v.d.index, (v.vec,), (1,))),
   ("gep of const", lambda v: v.U(v.Ops.GEP, v.d.index, (v.U.const(v.d.index, 3),), (0,))),
   ("gep of vconst", lambda v: v.U.const(v.d.index.vec(3), (1, 2, 3)).gep((2, 0))),

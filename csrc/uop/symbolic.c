@@ -36,22 +36,6 @@ static UOp *src_at(UOp *u, PyObject *i) {
   return k >= 0 && k < u->nsrc ? u->src[k] : index_error("src");
 }
 /* tuple(seq[i] for i in idxs) */
-static PyObject *pick_generic(PyObject *seq, PyObject *idxs);
-/* tuple(seq[i] for i in idxs); GEP args are tuples of small ints, picked in C (anything else the generic way) */
-static PyObject *pick(PyObject *seq, PyObject *idxs) {
-  if (!seq || !idxs || !PyTuple_CheckExact(seq) || !PyTuple_CheckExact(idxs) || PyTuple_GET_SIZE(idxs) > 64) return pick_generic(seq, idxs);
-  Py_ssize_t n = PyTuple_GET_SIZE(idxs), at[64];
-  for (Py_ssize_t k = 0; k < n; k++) {
-    PyObject *i = PyTuple_GET_ITEM(idxs, k);
-    int overflow = 0;
-    long v = PyLong_CheckExact(i) ? PyLong_AsLongAndOverflow(i, &overflow) : -1;
-    if (v < 0 || overflow || v >= PyTuple_GET_SIZE(seq)) return pick_generic(seq, idxs);   /* negative, huge or out of range */
-    at[k] = v;
-  }
-  PyObject *ret = PyTuple_New(n);
-  for (Py_ssize_t k = 0; ret && k < n; k++) PyTuple_SET_ITEM(ret, k, Py_NewRef(PyTuple_GET_ITEM(seq, at[k])));
-  return pool_keep(ret);
-}
 static PyObject *pick_generic(PyObject *seq, PyObject *idxs) {
   PyObject *list = PyList_New(0), *it = list ? PyObject_GetIter(idxs) : NULL, *i;
   while (it && (i = PyIter_Next(it))) {
@@ -62,6 +46,21 @@ static PyObject *pick_generic(PyObject *seq, PyObject *idxs) {
   }
   PyObject *ret = it && !PyErr_Occurred() ? PyList_AsTuple(list) : NULL;
   Py_XDECREF(it); Py_XDECREF(list);
+  return pool_keep(ret);
+}
+/* tuple(seq[i] for i in idxs); GEP args are tuples of small ints, picked in C (anything else the generic way) */
+static PyObject *pick(PyObject *seq, PyObject *idxs) {
+  if (!seq || !idxs || !PyTuple_CheckExact(seq) || !PyTuple_CheckExact(idxs) || PyTuple_GET_SIZE(idxs) > 64) return pick_generic(seq, idxs);
+  Py_ssize_t n = PyTuple_GET_SIZE(idxs), at[64];
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject *i = PyTuple_GET_ITEM(idxs, k);
+    int overflow = 0;
+    long v = PyLong_CheckExact(i) ? PyLong_AsLongAndOverflow(i, &overflow) : -1;
+    if (v < 0 || overflow || v >= PyTuple_GET_SIZE(seq)) return pick_generic(seq, idxs);   /* not an int, negative, huge or out of range */
+    at[k] = v;
+  }
+  PyObject *ret = PyTuple_New(n);
+  for (Py_ssize_t k = 0; ret && k < n; k++) PyTuple_SET_ITEM(ret, k, Py_NewRef(PyTuple_GET_ITEM(seq, at[k])));
   return pool_keep(ret);
 }
 /* ---- pattern pieces shared by several rules ---- */

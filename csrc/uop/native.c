@@ -221,11 +221,8 @@ int n_lt(PyObject *a, PyObject *b) { return n_cmp(a, b, Py_LT); }
 int n_le(PyObject *a, PyObject *b) { return n_cmp(a, b, Py_LE); }
 int n_eq(PyObject *a, PyObject *b) { return n_cmp(a, b, Py_EQ); }
 int n_cmpi(PyObject *a, int op, long long b) {
-  if (a && PyLong_CheckExact(a) && b >= LONG_MIN && b <= LONG_MAX) {   /* an int is compared in C, with no int made for b */
-    int overflow;
-    long x = PyLong_AsLongAndOverflow(a, &overflow);
-    if (!overflow) return compare_longs(x, (long)b, op);
-  }
+  long x;
+  if (a && b >= LONG_MIN && b <= LONG_MAX && exact_long(a, &x)) return compare_longs(x, (long)b, op);   /* no int made for b */
   return n_cmp(a, n_int(b), op);
 }
 int n_lti(PyObject *a, long long b) { return n_cmpi(a, Py_LT, b); }

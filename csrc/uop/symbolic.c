@@ -53,10 +53,9 @@ static PyObject *pick(PyObject *seq, PyObject *idxs) {
   if (!seq || !idxs || !PyTuple_CheckExact(seq) || !PyTuple_CheckExact(idxs) || PyTuple_GET_SIZE(idxs) > 64) return pick_generic(seq, idxs);
   Py_ssize_t n = PyTuple_GET_SIZE(idxs), at[64];
   for (Py_ssize_t k = 0; k < n; k++) {
-    PyObject *i = PyTuple_GET_ITEM(idxs, k);
-    int overflow = 0;
-    long v = PyLong_CheckExact(i) ? PyLong_AsLongAndOverflow(i, &overflow) : -1;
-    if (v < 0 || overflow || v >= PyTuple_GET_SIZE(seq)) return pick_generic(seq, idxs);   /* not an int, negative, huge or out of range */
+    long v;
+    if (!exact_long(PyTuple_GET_ITEM(idxs, k), &v) || v < 0 || v >= PyTuple_GET_SIZE(seq))
+      return pick_generic(seq, idxs);   /* not an int, huge, negative or out of range */
     at[k] = v;
   }
   PyObject *ret = PyTuple_New(n);

@@ -272,6 +272,40 @@ def test_routed_spec_is_tinygrads():
   assert type(got.ast) is type(want.ast) and got.ast.op is want.ast.op
   assert got.lib == want.lib   # the flat image tinygrad's ClangJITCompiler makes: code only, no names
 
+def test_routed_spec_estimates_counted_by_tinyc(monkeypatch):
+  """A routed kernel is built and run without tinygrad counting its estimates from the uops in Python (tinyc counted
+  them in C): equal to tinygrad's count, kept by the dataclasses.replace tinygrad's get_runner makes, and counted by
+  tinygrad again once the uops are replaced."""
+  import dataclasses
+  from tinygrad.device import Device
+  from tinygrad.renderer import Estimates
+  from tinygrad.engine.realize import CompiledRunner
+  sink, ren = kernel_ast(), Device["CPU"].renderer
+  with bridge.installed(): got = tinygrad.codegen.get_program(sink, ren)
+  want = Estimates.from_uops(got.uops, ignore_indexing=True)
+  def no_python_count(*a, **kw): raise AssertionError("tinygrad counted the estimates")
+  monkeypatch.setattr(Estimates, "from_uops", staticmethod(no_python_count))
+  runner = CompiledRunner(dataclasses.replace(got, device="CPU"))
+  assert runner.estimates == got.estimates == want and want.ops > 0
+  monkeypatch.undo()
+  assert dataclasses.replace(got, uops=list(got.uops[:-3])).estimates != want   # other uops: tinygrad counts them
+
+def test_routed_spec_equals_and_pickles_as_tinygrads():
+  """The routed ProgramSpec compares equal to a tinygrad ProgramSpec of the same fields, and pickles as one: tinyc is
+  not needed to load it."""
+  import dataclasses, pickle
+  from tinygrad.device import Device
+  from tinygrad.renderer import ProgramSpec
+  sink, ren = kernel_ast(), Device["CPU"].renderer
+  with bridge.installed(): got = tinygrad.codegen.get_program(sink, ren)
+  plain = ProgramSpec(**{f.name: getattr(got, f.name) for f in dataclasses.fields(ProgramSpec)})
+  assert got == plain and plain == got and got != dataclasses.replace(plain, name="other")
+  data = pickle.dumps(got)
+  assert b"tinyc" not in data
+  back = pickle.loads(data)
+  assert type(back) is ProgramSpec and type(back.uops) is list and back == plain
+  assert [u.op for u in back.uops] == [u.op for u in got.uops] and back.estimates == got.estimates
+
 def kernel_ast():
   """The AST of the one kernel of a small program, as tinygrad's scheduler makes it."""
   sched = (Tensor.arange(16).float().reshape(4, 4) * 3 + 1).sum(1).schedule()

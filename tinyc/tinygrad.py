@@ -119,8 +119,8 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
 # install() puts _routed_get_program where tinygrad's modules bound get_program (tinygrad.codegen, engine.realize,
 # codegen.opt.search) and _routed_run_schedule where they bound run_schedule (engine.realize, tensor). A kernel for a
 # renderer tinyc has goes: tinygrad AST -> from_tinygrad -> tinyc's program_uop (opts, heuristics or BEAM as the AST
-# and environment ask) -> to_tinygrad -> tinygrad's own ProgramSpec.from_uop, so every field is computed as tinygrad
-# computes it. The lib is what tinygrad's runtime loads: for ClangJIT the bytes tinygrad's ClangJITCompiler makes (its
+# and environment ask) -> a tinygrad ProgramSpec, its fields as tinygrad's ProgramSpec.from_uop computes them, read by
+# tinyc's C from_uop (with the estimates) and converted by to_tinygrad. The lib is what tinygrad's runtime loads: for ClangJIT the bytes tinygrad's ClangJITCompiler makes (its
 # clang command run by tinyc's C on native compile threads, then tinygrad's jit_loader); for LLVM tinyc's in-process
 # LLVM object through tinygrad's jit_loader, as tinygrad's CPULLVMCompiler returns it. Anything else, or a kernel tinyc
 # raises on, goes to tinygrad's get_program.
@@ -128,10 +128,10 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
 # Compile ahead: run_schedule's list is known before it runs, so the bridge generates code for its kernels that the
 # method cache lacks (in the calling thread: codegen makes UOps) and queues their compiles on a CompilePool (search.c's
 # BEAM pool); get_program, reached in tinygrad's order through tinygrad's get_runner, takes the finished program.
-import contextlib, dataclasses, os, sys, threading, time
+import contextlib, dataclasses, functools, os, sys, threading, time
 import tinygrad.codegen as _tg_codegen
 import tinygrad.engine.realize as _tg_realize
-from tinygrad.renderer import ProgramSpec as TgProgramSpec
+from tinygrad.renderer import ProgramSpec as TgProgramSpec, Estimates as TgEstimates
 from tinygrad.uop.ops import print_uops as _tg_print_uops
 from tinygrad.renderer.cstyle import ClangRenderer as TgClangRenderer, ClangJITRenderer as TgClangJITRenderer
 from tinygrad.renderer.llvmir import LLVMRenderer as TgLLVMRenderer
@@ -267,21 +267,45 @@ def _finish_compile(b: _Built) -> bytes|None:
 
 def _tg_sint(x): return to_tinygrad(x) if isinstance(x, tinyc.UOp) else x
 
+class _Uops(list):
+  """A routed ProgramSpec's uops (tinyc's linearized uops through to_tinygrad), with the estimates tinyc counted from
+  them in C; it pickles and copies as a plain list."""
+  __slots__ = ("estimates",)
+  def __init__(self, uops, estimates: TgEstimates):
+    super().__init__(uops)
+    self.estimates = estimates
+  def __reduce_ex__(self, protocol): return list, (list(self),)
+
+class _ProgramSpec(TgProgramSpec):
+  """tinygrad's ProgramSpec of a kernel tinyc built. Its estimates are the ones tinyc counted and keeps with the uops
+  (_Uops), so tinygrad does not count them again in Python for each kernel it runs; a dataclasses.replace, as tinygrad's
+  get_runner makes, keeps the uops and so the count. Equal to a tinygrad ProgramSpec of the same fields, and it pickles
+  as one (tinyc is not needed to load it)."""
+  @functools.cached_property
+  def estimates(self) -> TgEstimates:
+    return self.uops.estimates if type(self.uops) is _Uops else TgProgramSpec.estimates.func(self)
+  def __eq__(self, other): return _spec_fields(self) == _spec_fields(other) if isinstance(other, TgProgramSpec) else NotImplemented
+  __hash__ = None
+  def __reduce__(self): return TgProgramSpec, _spec_fields(self)
+
+def _spec_fields(p: TgProgramSpec) -> tuple: return tuple(getattr(p, f.name) for f in dataclasses.fields(TgProgramSpec))
+
 def _tg_program_spec(prg) -> TgProgramSpec:
   """tinygrad's ProgramSpec.from_uop of tinyc's PROGRAM converted, its fields read by tinyc's C ProgramSpec.from_uop (the
-  same single pass over the uops). A UOp among them (a var, a symbolic size) converts to the very node of the converted
-  graph: both sides hash-cons."""
+  same single pass over the uops). A UOp among them (a var, a symbolic size or estimate) converts to the very node of
+  the converted graph: both sides hash-cons."""
   tc, tg = tinyc.ProgramSpec.from_uop(prg), to_tinygrad(prg)
-  uops = list(tg.src[2].src)
+  e = tc.estimates
+  uops = _Uops(tg.src[2].src, TgEstimates(_tg_sint(e.ops), _tg_sint(e.lds), _tg_sint(e.mem)))
   if _TG_DEBUG >= 6: _tg_print_uops(uops)
-  return TgProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, None, list(tg.arg) if tg.arg else [],
-                       [_tg_sint(x) for x in tc.global_size], None if tc.local_size is None else [_tg_sint(x) for x in tc.local_size],
-                       [to_tinygrad(v) for v in tc.vars], list(tc.globals), list(tc.outs), list(tc.ins))
+  return _ProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, None, list(tg.arg) if tg.arg else [],
+                      [_tg_sint(x) for x in tc.global_size], None if tc.local_size is None else [_tg_sint(x) for x in tc.local_size],
+                      [to_tinygrad(v) for v in tc.vars], list(tc.globals), list(tc.outs), list(tc.ins))
 
 def _spec(b: _Built) -> TgProgramSpec:
   with _timed("codegen"): spec = _tg_program_spec(b.prg)   # while the pool may still be compiling it
-  lib = _finish_compile(b)
-  return spec if lib is None else dataclasses.replace(spec, lib=lib)
+  spec.lib = _finish_compile(b)
+  return spec
 
 def _ahead_key(ast, ren): return (ast.key, id(ren))
 

@@ -203,9 +203,34 @@ def test_cfg_edges_and_add_control_flow():
     with_edges += len(edges_tg) > 1
     same_edges = [(from_tinygrad(k), from_tinygrad(v)) for k, v in edges_tg.items()] == list(edges_tc.items())
     ours = tinyc.graph_rewrite(from_tinygrad(pre), RULES["pm_add_control_flow"], ctx=edges_tc, bottom_up=True)
-    ok.append(same_edges and ours is from_tinygrad(stages["final"]))
+    direct = _C.add_control_flow(from_tinygrad(pre), edges_tc)   # the pipeline's pass: the walk without the engine
+    ok.append(same_edges and ours is from_tinygrad(stages["final"]) and direct is ours)
   print(f"\nCFGContext edges + pm_add_control_flow identity: {sum(ok)}/{len(ok)}, {with_edges} kernels with 2+ edges")
   assert with_edges >= 1 and all(ok)
+
+def test_add_control_flow_leaves_to_the_engine_what_it_would_rewrite_again():
+  """edges the pipeline never makes: a RANGE whose bound reads a named RANGE, where the remade RANGE is named too (the
+  engine rewrites it again), edges that close a loop, an edge that is not a UOp. The pass answers as tinygrad's
+  bottom-up graph_rewrite with pm_add_control_flow does: the same graph, or the same error."""
+  U, dt = tinyc.UOp, tinyc.dtypes
+  buf = U(tinyc.Ops.DEFINE_GLOBAL, dt.float.ptr(64), arg=0)
+  r0 = U.range(4, 0)
+  r1 = U(tinyc.Ops.RANGE, dt.index, (r0 + 1,), (1, tinyc.AxisType.LOOP))
+  e0 = U(tinyc.Ops.END, src=(buf.index(r0).store(r0.cast(dt.float)), r0))
+  e1 = U(tinyc.Ops.END, src=(buf.index(r1 + 8).store(r1.cast(dt.float)), r1))
+  sink = U.sink(e0, e1)
+  r0_after = r0.replace(src=r0.src + (e0,))   # what a named r0 becomes, and so the r1 remade on it
+  r1_remade = r1.replace(src=(r0_after + 1,))
+  def outcome(f):
+    try: return f()
+    except Exception as e: return type(e)
+  pm = RULES["pm_add_control_flow"]
+  cases = [{r0: e0}, {r0: e0, r1_remade: e0}, {r0: e1, r1: e0}, {r0: "not a UOp"}]
+  for edges in cases:
+    want = outcome(lambda: tinyc.graph_rewrite(sink, pm, ctx=edges, bottom_up=True))
+    assert outcome(lambda: _C.add_control_flow(sink, edges)) is want
+  assert outcome(lambda: _C.add_control_flow(sink, {r0: e0, r1_remade: e0})) is not sink
+  assert outcome(lambda: _C.add_control_flow(sink, {r0: "not a UOp"})) is TypeError
 
 def cfg_outcome(make_edges):
   try: return "edges", list(make_edges().items())

@@ -116,12 +116,13 @@ static UOp *run_matcher(UOp *sink, PatternMatcher *pm, PyObject *ctx, bool botto
 
 static UOp *run_pass(UOp *sink, Pass *p, PyObject *ren) {
   if (!sink) return NULL;
-  /* the CFG's edges are a dict made here that pm_add_control_flow only reads */
-  bool read_only = p->ctx == CTX_NONE || p->ctx == CTX_DEVICE || p->ctx == CTX_RENDERER || p->ctx == CTX_CFG;
+  bool read_only = p->ctx == CTX_NONE || p->ctx == CTX_DEVICE || p->ctx == CTX_RENDERER;
   PyObject *ctx = pass_ctx(p, ren, sink);
-  /* pm_add_control_flow's one rule fires only on a RANGE the edges name: with no edges (a single loop nest) the
-   * rewrite gives the sink back, so it is not walked */
-  if (ctx && p->ctx == CTX_CFG && PyDict_Check(ctx) && PyDict_GET_SIZE(ctx) == 0) { Py_DECREF(ctx); return sink; }
+  if (ctx && p->ctx == CTX_CFG) {   /* pm_add_control_flow on the edges made here: without the engine's walk where it can be */
+    UOp *ret = add_control_flow(sink, ctx);
+    Py_DECREF(sink); Py_DECREF(ctx);
+    return ret;
+  }
   return run_matcher(sink, pass_matcher(p), ctx, p->bottom_up, read_only);
 }
 

@@ -8,6 +8,7 @@
 
 /* late/linearizer.c */
 PyObject *cfg_edges(UOp *sink);                 /* CFGContext(sink).edges: the ctx of pm_add_control_flow */
+UOp *add_control_flow(UOp *sink, PyObject *edges);   /* graph_rewrite(sink, pm_add_control_flow, edges, bottom_up) */
 UOp *do_linearize(UOp *prg, UOp *sink);         /* prg + LINEAR(linearized, cleaned-up lines) */
 /* late/devectorizer.c */
 PyObject *reduce_context_new(void);             /* ReduceContext(): the ctx of pm_reduce */

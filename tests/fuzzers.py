@@ -141,6 +141,10 @@ def run_rules(case):
       expect_no_bug(graph_rewrite, root, pm, ctx=ctx, bottom_up=case["bottom_up"])
       expect_no_bug(pm.rewrite, root, ctx)
   expect_no_bug(_C.type_verify, us, _C.native_rules()["full_spec"])
+  edges = {us[s % len(us)]: us[(s * 7 + 3) % len(us)] for s in case["sets"]}   # the control flow pass, on edges of any node
+  for root in (r for r in (us[-1], sink) if r is not None):
+    expect_no_bug(_C.add_control_flow, root, edges)
+    expect_no_bug(_C.add_control_flow, root, expect_no_bug(_C.cfg_edges, root) or {})
 
 # ---------------------------------------------------------------------------------------------------------------
 # upat: UPats and PatternMatchers from random pieces, Python rules that raise, return junk or loop

@@ -210,8 +210,8 @@ def test_cfg_edges_and_add_control_flow():
 
 def test_add_control_flow_leaves_to_the_engine_what_it_would_rewrite_again():
   """edges the pipeline never makes: a RANGE whose bound reads a named RANGE, where the remade RANGE is named too (the
-  engine rewrites it again), edges that close a loop, an edge that is not a UOp. The pass answers as tinygrad's
-  bottom-up graph_rewrite with pm_add_control_flow does: the same graph, or the same error."""
+  engine rewrites it again), edges that close a loop, an edge that is not a UOp or is malformed. The pass answers as
+  the bottom-up graph_rewrite with pm_add_control_flow does: the same graph, or the same error."""
   U, dt = tinyc.UOp, tinyc.dtypes
   buf = U(tinyc.Ops.DEFINE_GLOBAL, dt.float.ptr(64), arg=0)
   r0 = U.range(4, 0)
@@ -225,12 +225,14 @@ def test_add_control_flow_leaves_to_the_engine_what_it_would_rewrite_again():
     try: return f()
     except Exception as e: return type(e)
   pm = RULES["pm_add_control_flow"]
-  cases = [{r0: e0}, {r0: e0, r1_remade: e0}, {r0: e1, r1: e0}, {r0: "not a UOp"}]
+  malformed = [U(tinyc.Ops.END, src=()), U(tinyc.Ops.GEP, dt.float, (r0,), arg="x"), U(tinyc.Ops.ADD, dt.index, (r0,))]
+  cases = [{r0: e0}, {r0: e0, r1_remade: e0}, {r0: e1, r1: e0}, {r0: "not a UOp"}] + [{r0: bad} for bad in malformed]
   for edges in cases:
     want = outcome(lambda: tinyc.graph_rewrite(sink, pm, ctx=edges, bottom_up=True))
     assert outcome(lambda: _C.add_control_flow(sink, edges)) is want
   assert outcome(lambda: _C.add_control_flow(sink, {r0: e0, r1_remade: e0})) is not sink
   assert outcome(lambda: _C.add_control_flow(sink, {r0: "not a UOp"})) is TypeError
+  assert [outcome(lambda: _C.add_control_flow(sink, {r0: bad})) for bad in malformed] == [IndexError, TypeError, IndexError]
 
 def cfg_outcome(make_edges):
   try: return "edges", list(make_edges().items())

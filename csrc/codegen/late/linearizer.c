@@ -815,6 +815,7 @@ static UOp *with_edge(UOp *n, PyObject *edges, PtrVec *made) {
   PyObject *end = n->op == OP_RANGE ? PyDict_GetItemWithError(edges, (PyObject *)n) : NULL;
   if (!end) return PyErr_Occurred() ? NULL : n;
   if (!UOp_Check(end)) return (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
+  if (uop_check_form((UOp *)end, "add control flow") < 0) return NULL;   /* the walk goes on below it */
   UOp *small[8], **src = n->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (n->nsrc + 1));
   if (!src) return (UOp *)PyErr_NoMemory();
   memcpy(src, n->src, sizeof(UOp *) * n->nsrc);

@@ -13,7 +13,7 @@ from tinygrad.codegen.late.linearizer import linearize as tg_linearize, CFGConte
 from tinygrad.uop.ops import graph_rewrite as tg_graph_rewrite
 from tinygrad.codegen.opt import Opt, OptOps
 from tinygrad.renderer.cstyle import ClangRenderer
-from tinygrad.uop.ops import KernelInfo, Ops as TgOps, UOp as TgUOp, UPat as TgUPat, PatternMatcher as TgPatternMatcher
+from tinygrad.uop.ops import AxisType, KernelInfo, Ops as TgOps, UOp as TgUOp, UPat as TgUPat, PatternMatcher as TgPatternMatcher
 import tinyc
 from tinyc import _C
 from tinyc.tinygrad import from_tinygrad
@@ -208,31 +208,37 @@ def test_cfg_edges_and_add_control_flow():
   print(f"\nCFGContext edges + pm_add_control_flow identity: {sum(ok)}/{len(ok)}, {with_edges} kernels with 2+ edges")
   assert with_edges >= 1 and all(ok)
 
-def test_add_control_flow_leaves_to_the_engine_what_it_would_rewrite_again():
-  """edges the pipeline never makes: a RANGE whose bound reads a named RANGE, where the remade RANGE is named too (the
-  engine rewrites it again), edges that close a loop, an edge that is not a UOp or is malformed. The pass answers as
-  the bottom-up graph_rewrite with pm_add_control_flow does: the same graph, or the same error."""
-  U, dt = tinyc.UOp, tinyc.dtypes
-  buf = U(tinyc.Ops.DEFINE_GLOBAL, dt.float.ptr(64), arg=0)
-  r0 = U.range(4, 0)
-  r1 = U(tinyc.Ops.RANGE, dt.index, (r0 + 1,), (1, tinyc.AxisType.LOOP))
-  e0 = U(tinyc.Ops.END, src=(buf.index(r0).store(r0.cast(dt.float)), r0))
-  e1 = U(tinyc.Ops.END, src=(buf.index(r1 + 8).store(r1.cast(dt.float)), r1))
-  sink = U.sink(e0, e1)
-  r0_after = r0.replace(src=r0.src + (e0,))   # what a named r0 becomes, and so the r1 remade on it
-  r1_remade = r1.replace(src=(r0_after + 1,))
+def test_add_control_flow_on_edges_the_pipeline_never_makes():
+  """The pass as the pipeline runs it (a direct walk, the engine where the walk cannot answer) on hand-made edges:
+  against tinygrad's bottom-up graph_rewrite with pm_add_control_flow where tinygrad answers (a RANGE after another's
+  END; one whose bound reads a named RANGE, and then is named again as remade, which the engine rewrites again), and
+  against tinyc's engine with the same rule where tinygrad does not: edges that close a loop (tinygrad loops forever),
+  an edge that is not a UOp or is malformed (the same error)."""
+  import types
+  buf = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(64), arg=0)
+  r0, r2 = TgUOp.range(4, 0), TgUOp.range(3, 2)
+  r1 = TgUOp(TgOps.RANGE, tg_dtypes.index, (r0 + 1,), (1, AxisType.LOOP))
+  e0, e1, e2 = (TgUOp(TgOps.END, src=(buf.index(r + off).store(r.cast(tg_dtypes.float)), r)) for r, off in ((r0, 0), (r1, 8), (r2, 40)))
+  sink = TgUOp.sink(e0, e1, e2)
+  r1_remade = r1.replace(src=(r0.replace(src=r0.src + (e2,)) + 1,))   # r1 made again on r0 after e2
   def outcome(f):
     try: return f()
     except Exception as e: return type(e)
-  pm = RULES["pm_add_control_flow"]
-  malformed = [U(tinyc.Ops.END, src=()), U(tinyc.Ops.GEP, dt.float, (r0,), arg="x"), U(tinyc.Ops.ADD, dt.index, (r0,))]
-  cases = [{r0: e0}, {r0: e0, r1_remade: e0}, {r0: e1, r1: e0}, {r0: "not a UOp"}] + [{r0: bad} for bad in malformed]
-  for edges in cases:
-    want = outcome(lambda: tinyc.graph_rewrite(sink, pm, ctx=edges, bottom_up=True))
-    assert outcome(lambda: _C.add_control_flow(sink, edges)) is want
-  assert outcome(lambda: _C.add_control_flow(sink, {r0: e0, r1_remade: e0})) is not sink
-  assert outcome(lambda: _C.add_control_flow(sink, {r0: "not a UOp"})) is TypeError
-  assert [outcome(lambda: _C.add_control_flow(sink, {r0: bad})) for bad in malformed] == [IndexError, TypeError, IndexError]
+  def ours(edges): return outcome(lambda: _C.add_control_flow(from_tinygrad(sink), {from_tinygrad(k): from_tinygrad(v) for k, v in edges.items()}))
+  for edges in ({r1: e0}, {r0: e2}, {r0: e2, r1_remade: e2}):
+    want = tg_graph_rewrite(sink, pm_add_control_flow, ctx=types.SimpleNamespace(edges=edges), bottom_up=True)
+    assert want is not sink and ours(edges) is from_tinygrad(want)
+  U, dt, tc_sink = tinyc.UOp, tinyc.dtypes, from_tinygrad(sink)
+  t0 = from_tinygrad(r0)
+  malformed = [U(tinyc.Ops.END, src=()), U(tinyc.Ops.GEP, dt.float, (t0,), arg="x"), U(tinyc.Ops.ADD, dt.index, (t0,))]
+  for edges in [{r0: e1, r1: e0}, {r0: e0}]:
+    tc_edges = {from_tinygrad(k): from_tinygrad(v) for k, v in edges.items()}
+    want = outcome(lambda: tinyc.graph_rewrite(tc_sink, RULES["pm_add_control_flow"], ctx=tc_edges, bottom_up=True))
+    assert ours(edges) is want is RuntimeError
+  for end in ["not a UOp"] + malformed:
+    want = outcome(lambda: tinyc.graph_rewrite(tc_sink, RULES["pm_add_control_flow"], ctx={t0: end}, bottom_up=True))
+    assert outcome(lambda: _C.add_control_flow(tc_sink, {t0: end})) is want
+  assert [outcome(lambda: _C.add_control_flow(tc_sink, {t0: end})) for end in ["not a UOp"] + malformed] == [TypeError, IndexError, TypeError, IndexError]
 
 def cfg_outcome(make_edges):
   try: return "edges", list(make_edges().items())

@@ -777,6 +777,17 @@ PyObject *cfg_edges(UOp *sink) {
   return edges;
 }
 
+/* x with end as one more source: a new reference */
+static UOp *range_after(UOp *x, UOp *end) {
+  UOp *small[8], **src = x->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (x->nsrc + 1));
+  if (!src) return (UOp *)PyErr_NoMemory();
+  memcpy(src, x->src, sizeof(UOp *) * x->nsrc);
+  src[x->nsrc] = end;
+  UOp *ret = uop_new(x->op, x->dtype, src, x->nsrc + 1, x->arg, uop_tag(x));
+  if (src != small) PyMem_Free(src);
+  return ret;
+}
+
 /* a RANGE with an END it must follow gets that END as one more source (ctx: the edges dict, or an
  * object with .edges as tinygrad's CFGContext) */
 RULE(range_after_sibling, x) {
@@ -785,14 +796,7 @@ RULE(range_after_sibling, x) {
   PyObject *y = PyObject_GetItem(edges, (PyObject *)x);
   Py_DECREF(edges);
   if (!y) { if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); return NULL; }
-  UOp *small[8], **src = x->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (x->nsrc + 1)), *ret = NULL;
-  if (src && UOp_Check(y)) {
-    memcpy(src, x->src, sizeof(UOp *) * x->nsrc);
-    src[x->nsrc] = (UOp *)y;
-    ret = u_replace_src(x, src, x->nsrc + 1);
-  } else if (!src) PyErr_NoMemory();
-  else PyErr_SetString(PyExc_TypeError, "add control flow: an edge must be a UOp");
-  if (src && src != small) PyMem_Free(src);
+  UOp *ret = UOp_Check(y) ? KEEP(range_after(x, (UOp *)y)) : (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
   Py_DECREF(y);
   return ret;
 }
@@ -810,18 +814,13 @@ static const RuleDef pm_add_control_flow_defs[] = {
 static char expanding_marker;
 #define EXPANDING ((UOp *)&expanding_marker)   /* done[n] while n waits for its sources */
 
-/* n, or n + (edges[n],) for a RANGE the edges name (new references, kept in made); NULL on error */
+/* n, or n + (edges[n],) for a RANGE the edges name (a new reference, kept in made); NULL on error */
 static UOp *with_edge(UOp *n, PyObject *edges, PtrVec *made) {
   PyObject *end = n->op == OP_RANGE ? PyDict_GetItemWithError(edges, (PyObject *)n) : NULL;
   if (!end) return PyErr_Occurred() ? NULL : n;
   if (!UOp_Check(end)) return (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
   if (uop_check_form((UOp *)end, "add control flow") < 0) return NULL;   /* the walk goes on below it */
-  UOp *small[8], **src = n->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (n->nsrc + 1));
-  if (!src) return (UOp *)PyErr_NoMemory();
-  memcpy(src, n->src, sizeof(UOp *) * n->nsrc);
-  src[n->nsrc] = (UOp *)end;
-  UOp *m = uop_new(n->op, n->dtype, src, n->nsrc + 1, n->arg, uop_tag(n));
-  if (src != small) PyMem_Free(src);
+  UOp *m = range_after(n, (UOp *)end);
   if (m && ptrvec_push(made, m) < 0) Py_CLEAR(m);
   return m;
 }

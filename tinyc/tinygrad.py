@@ -120,10 +120,10 @@ def to_tinygrad(u: tinyc.UOp) -> TgUOp:
 # codegen.opt.search) and _routed_run_schedule where they bound run_schedule (engine.realize, tensor). A kernel for a
 # renderer tinyc has goes: tinygrad AST -> from_tinygrad -> tinyc's program_uop (opts, heuristics or BEAM as the AST
 # and environment ask) -> a tinygrad ProgramSpec, its fields as tinygrad's ProgramSpec.from_uop computes them, read by
-# tinyc's C from_uop (with the estimates) and converted by to_tinygrad. The lib is what tinygrad's runtime loads: for ClangJIT the bytes tinygrad's ClangJITCompiler makes (its
-# clang command run by tinyc's C on native compile threads, then tinygrad's jit_loader); for LLVM tinyc's in-process
-# LLVM object through tinygrad's jit_loader, as tinygrad's CPULLVMCompiler returns it. Anything else, or a kernel tinyc
-# raises on, goes to tinygrad's get_program.
+# tinyc's C from_uop (with the estimates) and converted by to_tinygrad. The lib is what tinygrad's runtime loads: for
+# ClangJIT the bytes tinygrad's ClangJITCompiler makes (its clang command run by tinyc's C on native compile threads,
+# then tinygrad's jit_loader); for LLVM tinyc's in-process LLVM object through tinygrad's jit_loader, as tinygrad's
+# CPULLVMCompiler returns it. Anything else, or a kernel tinyc raises on, goes to tinygrad's get_program.
 #
 # Compile ahead: run_schedule's list is known before it runs, so the bridge generates code for its kernels that the
 # method cache lacks (in the calling thread: codegen makes UOps) and queues their compiles on a CompilePool (search.c's

@@ -777,17 +777,6 @@ PyObject *cfg_edges(UOp *sink) {
   return edges;
 }
 
-/* x with end as one more source: a new reference */
-static UOp *range_after(UOp *x, UOp *end) {
-  UOp *small[8], **src = x->nsrc < 8 ? small : PyMem_Malloc(sizeof(UOp *) * (x->nsrc + 1));
-  if (!src) return (UOp *)PyErr_NoMemory();
-  memcpy(src, x->src, sizeof(UOp *) * x->nsrc);
-  src[x->nsrc] = end;
-  UOp *ret = uop_new(x->op, x->dtype, src, x->nsrc + 1, x->arg, uop_tag(x));
-  if (src != small) PyMem_Free(src);
-  return ret;
-}
-
 /* a RANGE with an END it must follow gets that END as one more source (ctx: the edges dict, or an
  * object with .edges as tinygrad's CFGContext) */
 RULE(range_after_sibling, x) {
@@ -796,7 +785,7 @@ RULE(range_after_sibling, x) {
   PyObject *y = PyObject_GetItem(edges, (PyObject *)x);
   Py_DECREF(edges);
   if (!y) { if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); return NULL; }
-  UOp *ret = UOp_Check(y) ? KEEP(range_after(x, (UOp *)y)) : (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
+  UOp *ret = UOp_Check(y) ? KEEP(uop_append_src(x, (UOp *)y, NULL)) : (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
   Py_DECREF(y);
   return ret;
 }
@@ -820,7 +809,7 @@ static UOp *with_edge(UOp *n, PyObject *edges, PtrVec *made) {
   if (!end) return PyErr_Occurred() ? NULL : n;
   if (!UOp_Check(end)) return (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
   if (uop_check_form((UOp *)end, "add control flow") < 0) return NULL;   /* the walk goes on below it */
-  UOp *m = range_after(n, (UOp *)end);
+  UOp *m = uop_append_src(n, (UOp *)end, NULL);
   if (m && ptrvec_push(made, m) < 0) Py_CLEAR(m);
   return m;
 }

@@ -209,11 +209,11 @@ def test_cfg_edges_and_add_control_flow():
   assert with_edges >= 1 and all(ok)
 
 def test_add_control_flow_on_edges_the_pipeline_never_makes():
-  """The pass as the pipeline runs it (a direct walk, the engine where the walk cannot answer) on hand-made edges:
-  against tinygrad's bottom-up graph_rewrite with pm_add_control_flow where tinygrad answers (a RANGE after another's
-  END; one whose bound reads a named RANGE, and then is named again as remade, which the engine rewrites again), and
-  against tinyc's engine with the same rule where tinygrad does not: edges that close a loop (tinygrad loops forever),
-  an edge that is not a UOp or is malformed (the same error)."""
+  """The pass as the pipeline runs it (the direct bottom-up walk substitute shares) on hand-made edges: against
+  tinygrad's bottom-up graph_rewrite with pm_add_control_flow where tinygrad answers (a RANGE after another's END; one
+  whose bound reads a named RANGE, and then is named again as remade, which the engine rewrites again), and against
+  tinyc's engine with the same rule where tinygrad does not: edges that close a loop (tinygrad loops forever), an edge
+  that is not a UOp or is malformed (the same error)."""
   import types
   buf = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(64), arg=0)
   r0, r2 = TgUOp.range(4, 0), TgUOp.range(3, 2)

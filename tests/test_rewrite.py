@@ -399,6 +399,20 @@ def test_substitute_answers_as_tinygrad():
   gc.collect()
   assert _C._intern_count() == live
 
+def test_substitute_walk_is_the_engines_rewrite():
+  """substitute's direct walk (it never visits a subgraph holding none of the keys' ops, and answers a rebuilt node the
+  map leaves without walking it again) gives what the engine's bottom-up _substitute rewrite gives (substitute with an
+  empty extra_pm), also when a key is not a UOp (then it cannot skip by op)"""
+  rng, no_rules, done = random.Random(9), TC.PatternMatcher([]), 0
+  for seed in range(300):
+    t, c = both(seed, 4)
+    if (tmap := substitution_map(rng, t)) is None: continue
+    cmap = {from_tinygrad(k): from_tinygrad(v) for k, v in tmap.items()}
+    assert c.substitute(cmap) is c.substitute(cmap, extra_pm=no_rules), seed
+    assert c.substitute({**cmap, "not a node": c}) is c.substitute(cmap), seed
+    done += 1
+  assert done > 100
+
 def test_substitute_with_extra_rules_as_tinygrad():
   """with extra_pm, substitute is the bottom-up rewrite by extra_pm + _substitute, as tinygrad's"""
   extra = lambda ns: ns.PatternMatcher([(ns.UPat(ns.Ops.MAX, name="m"), lambda m: m.src[0]), (ns.UPat.var("x") * 1, lambda x: x)])

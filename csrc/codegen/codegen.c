@@ -118,7 +118,7 @@ static UOp *run_pass(UOp *sink, Pass *p, PyObject *ren) {
   if (!sink) return NULL;
   bool read_only = p->ctx == CTX_NONE || p->ctx == CTX_DEVICE || p->ctx == CTX_RENDERER;
   PyObject *ctx = pass_ctx(p, ren, sink);
-  if (ctx && p->ctx == CTX_CFG) {   /* pm_add_control_flow on the edges made here: without the engine's walk where it can be */
+  if (ctx && p->ctx == CTX_CFG) {   /* pm_add_control_flow on the edges made here: a direct walk */
     UOp *ret = add_control_flow(sink, ctx);
     Py_DECREF(sink); Py_DECREF(ctx);
     return ret;

@@ -46,21 +46,31 @@ PyObject *uop_ssimplify(UOp *self) {
 }
 static PyObject *UOp_ssimplify(UOp *self, PyObject *unused) { UNUSED(unused); return uop_ssimplify(self); }
 
-/* ---- substitute without extra rules: _substitute's bottom-up rewrite as a direct walk ----
- * graph_rewrite(x, _substitute, map, bottom_up=True) answers, for each node n: m = the end of n's chain through the map
- * (n, map[n], map[map[n]], ...; a node met twice is tinygrad's "infinite loop in fixed_point_rewrite"); m itself when
- * every source of m answers itself, else the answer for m rebuilt on its sources' answers. The rule is a dict lookup,
- * with no effect and no order to keep, so the walk computes that recursion directly: no matching, no rewrite engine. */
+/* ---- bottom-up rewrites by a one-node rule as a direct walk (substitute, add control flow) ----
+ * graph_rewrite(x, pm, ctx, bottom_up=True) with a rule set whose one rule reads only its node and ctx (no effect, no
+ * order to keep) answers, for each node n: m = the end of n's chain through the rule (n, step(n), step(step(n)), ...;
+ * a node met twice is tinygrad's "infinite loop in fixed_point_rewrite"); m itself when every source of m answers
+ * itself, else the answer for m rebuilt on its sources' answers. The walk computes that recursion directly: no
+ * matching, no rewrite engine. An answer answers itself (by induction on the recursion), which lets the walk answer the
+ * end of a chain and a rebuilt node that the rule leaves without walking them again; a node with none of the ops the
+ * rule fires on below it (its ops_below summary) is its own answer and is never visited. */
 
-#define SUBSTITUTE_STACK_LIMIT 250000   /* graph_rewrite's REWRITE_STACK_LIMIT */
+#define REWRITE_WALK_STACK_LIMIT 250000   /* graph_rewrite's REWRITE_STACK_LIMIT */
 #define IN_PROGRESS ((void *)&in_progress_marker)
 static char in_progress_marker;
 
-typedef struct { UOp *n, *m, *y; int stage; } SubFrame;
-typedef struct { PyObject *map; PtrMap answer; PtrVec keep; SubFrame *stack; Py_ssize_t len, cap; } SubWalk;
+typedef struct { UOp *n, *m, *y; int stage; } WalkFrame;
+typedef struct {
+  PyObject *ctx; RewriteStep step; uint32_t rule_ops;
+  PtrMap answer; PtrVec keep; WalkFrame *stack; Py_ssize_t len, cap;
+} RewriteWalk;
 
-/* the end of u's chain through the map: a borrowed node, kept by the walk */
-static UOp *chain_end(SubWalk *w, UOp *u) {
+static bool untouched(const RewriteWalk *w, const UOp *u) { return !(u->ops_below & w->rule_ops); }
+static UOp *answer_of(const RewriteWalk *w, UOp *u) { return untouched(w, u) ? u : ptrmap_get(&w->answer, u); }
+static UOp *step_of(RewriteWalk *w, UOp *u) { return op_bit(u->op) & w->rule_ops ? w->step(w->ctx, u, &w->keep) : u; }
+
+/* the end of u's chain through the rule: a borrowed node, kept by the walk */
+static UOp *chain_end(RewriteWalk *w, UOp *u) {
   SmallSet seen = {0};
   UOp *ret = NULL;
   for (;;) {
@@ -69,79 +79,117 @@ static UOp *chain_end(SubWalk *w, UOp *u) {
       if (again > 0) PyErr_SetString(PyExc_RuntimeError, "infinite loop in fixed_point_rewrite");
       break;
     }
-    PyObject *v = PyDict_GetItemWithError(w->map, (PyObject *)u);
-    if (!v) { ret = PyErr_Occurred() ? NULL : u; break; }
-    if (!UOp_Check(v)) { PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name); break; }
-    if (v == (PyObject *)u) { ret = u; break; }   /* a node mapped to itself: the engine takes that for no rewrite */
-    if (ptrvec_push(&w->keep, Py_NewRef(v)) < 0) { Py_DECREF(v); break; }
-    u = (UOp *)v;
+    UOp *v = step_of(w, u);
+    if (v == u || !v) { ret = v; break; }
+    u = v;
   }
   smallset_free(&seen);
   return ret;
 }
 
-static int sub_push(SubWalk *w, UOp *n) {
-  if (w->len >= SUBSTITUTE_STACK_LIMIT) {
+static int walk_push(RewriteWalk *w, UOp *n) {
+  if (w->len >= REWRITE_WALK_STACK_LIMIT) {
     PyErr_SetString(PyExc_RuntimeError, "infinite loop in graph_rewrite (stack too big)");
     return -1;
   }
   if (w->len == w->cap) {
     Py_ssize_t cap = w->cap ? w->cap * 2 : 64;
-    SubFrame *more = PyMem_Realloc(w->stack, (size_t)cap * sizeof(SubFrame));
+    WalkFrame *more = PyMem_Realloc(w->stack, (size_t)cap * sizeof(WalkFrame));
     if (!more) { PyErr_NoMemory(); return -1; }
     w->stack = more, w->cap = cap;
   }
-  w->stack[w->len++] = (SubFrame){n, NULL, NULL, 0};
+  w->stack[w->len++] = (WalkFrame){n, NULL, NULL, 0};
   return 0;
 }
 
+static int loop_error(void) {
+  PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)");
+  return -1;
+}
+
+/* u answers itself (u is an answer, or its sources are and the rule leaves it): recorded unless u is already known */
+static int answers_itself(RewriteWalk *w, UOp *u) {
+  void *known = untouched(w, u) ? u : ptrmap_get(&w->answer, u);
+  if (known == IN_PROGRESS) return loop_error();
+  return known ? 0 : ptrmap_set(&w->answer, u, u);
+}
+
+/* stage 1 of frame f: m's sources are answered; n answers m, or m rebuilt on them (answered at once when the rule
+ * leaves it, else walked as any other node: stage 2) */
+static int walk_rebuild(RewriteWalk *w, WalkFrame *f) {
+  UOp *m = f->m, *small[8], **src = m->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * m->nsrc);
+  if (!src) { PyErr_NoMemory(); return -1; }
+  bool changed = false;
+  for (int i = 0; i < m->nsrc; i++) {
+    src[i] = answer_of(w, m->src[i]);
+    if (src[i] == IN_PROGRESS || !src[i]) { if (src != small) PyMem_Free(src); return loop_error(); }   /* a source waits on n */
+    changed |= src[i] != m->src[i];
+  }
+  UOp *y = changed ? uop_new(m->op, m->dtype, src, m->nsrc, m->arg, uop_tag(m)) : NULL;
+  if (src != small) PyMem_Free(src);
+  if (!changed) {
+    w->len--;
+    return ptrmap_set(&w->answer, f->n, m) < 0 || (m != f->n && answers_itself(w, m) < 0) ? -1 : 0;
+  }
+  if (!y || ptrvec_push(&w->keep, y) < 0) { Py_XDECREF(y); return -1; }
+  UOp *next = step_of(w, y);
+  if (!next) return -1;
+  if (next == y) {   /* its sources are answers: y answers itself */
+    UOp *n = f->n;
+    w->len--;
+    return answers_itself(w, y) < 0 || ptrmap_set(&w->answer, n, answer_of(w, y)) < 0 ? -1 : 0;
+  }
+  f->y = y, f->stage = 2;
+  return walk_push(w, y);
+}
+
 /* one step of the frame on top: 0 or -1 */
-static int sub_step(SubWalk *w) {
-  SubFrame *f = &w->stack[w->len - 1];
+static int walk_step(RewriteWalk *w) {
+  WalkFrame *f = &w->stack[w->len - 1];
   if (f->stage == 0) {
-    void *known = ptrmap_get(&w->answer, f->n);
-    if (known == IN_PROGRESS) { PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)"); return -1; }
+    void *known = answer_of(w, f->n);
+    if (known == IN_PROGRESS) return loop_error();
     if (known) { w->len--; return 0; }
     if (ptrmap_set(&w->answer, f->n, IN_PROGRESS) < 0 || !(f->m = chain_end(w, f->n))) return -1;
     f->stage = 1;
     UOp *m = f->m;
     for (int i = m->nsrc - 1; i >= 0; i--)
-      if (!ptrmap_get(&w->answer, m->src[i]) && sub_push(w, m->src[i]) < 0) return -1;
+      if (!answer_of(w, m->src[i]) && walk_push(w, m->src[i]) < 0) return -1;
     return 0;
   }
-  if (f->stage == 1) {
-    UOp *m = f->m, *small[8], **src = m->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * m->nsrc);
-    if (!src) { PyErr_NoMemory(); return -1; }
-    bool changed = false;
-    for (int i = 0; i < m->nsrc; i++) {
-      src[i] = ptrmap_get(&w->answer, m->src[i]);
-      if (src[i] == IN_PROGRESS || !src[i]) {   /* a source waiting on this node: the map made a loop */
-        if (src != small) PyMem_Free(src);
-        PyErr_SetString(PyExc_RuntimeError, "graph_rewrite made no progress (the rewrites form a loop)");
-        return -1;
-      }
-      changed |= src[i] != m->src[i];
-    }
-    UOp *y = changed ? uop_new(m->op, m->dtype, src, m->nsrc, m->arg, uop_tag(m)) : NULL;
-    if (src != small) PyMem_Free(src);
-    if (!changed) { w->len--; return ptrmap_set(&w->answer, f->n, m); }
-    if (!y || ptrvec_push(&w->keep, y) < 0) { Py_XDECREF(y); return -1; }
-    f->y = y, f->stage = 2;
-    return sub_push(w, y);   /* the rebuilt node is answered as any other (it may be in the map itself) */
-  }
+  if (f->stage == 1) return walk_rebuild(w, f);
   void *done = ptrmap_get(&w->answer, f->y);
   w->len--;
   return ptrmap_set(&w->answer, f->n, done);
 }
 
-static UOp *substitute_walk(UOp *root, PyObject *map) {
-  SubWalk w = {map, {0}, {0}, NULL, 0, 0};
-  int rc = sub_push(&w, root);
-  while (rc == 0 && w.len) rc = sub_step(&w);
-  UOp *ret = rc == 0 ? (UOp *)Py_XNewRef(ptrmap_get(&w.answer, root)) : NULL;
+UOp *bottom_up_walk(UOp *root, PyObject *ctx, RewriteStep step, uint32_t rule_ops) {
+  RewriteWalk w = {ctx, step, rule_ops, {0}, {0}, NULL, 0, 0};
+  int rc = walk_push(&w, root);
+  while (rc == 0 && w.len) rc = walk_step(&w);
+  UOp *ret = rc == 0 ? (UOp *)Py_XNewRef(answer_of(&w, root)) : NULL;
   for (Py_ssize_t i = 0; i < w.keep.len; i++) Py_DECREF((PyObject *)w.keep.items[i]);
   ptrvec_free(&w.keep); ptrmap_free(&w.answer); PyMem_Free(w.stack);
   return ret;
+}
+
+/* _substitute's rule: the node's value in the map (kept), or the node */
+static UOp *substitute_step(PyObject *map, UOp *u, PtrVec *keep) {
+  PyObject *v = PyDict_GetItemWithError(map, (PyObject *)u);
+  if (!v) return PyErr_Occurred() ? NULL : u;
+  if (!UOp_Check(v)) return (UOp *)PyErr_Format(PyExc_TypeError, "substitute values must be UOps, not %.100s", Py_TYPE(v)->tp_name);
+  if (v == (PyObject *)u) return u;   /* a node mapped to itself: the engine takes that for no rewrite */
+  if (ptrvec_push(keep, Py_NewRef(v)) < 0) { Py_DECREF(v); return NULL; }
+  return (UOp *)v;
+}
+
+/* the ops of the map's keys: a key of another type may equal a node of any op */
+static uint32_t key_ops(PyObject *map) {
+  PyObject *k, *v;
+  Py_ssize_t pos = 0;
+  uint32_t ops = 0;
+  while (PyDict_Next(map, &pos, &k, &v)) ops |= Py_IS_TYPE(k, &UOp_Type) ? op_bit(((UOp *)k)->op) : ~(uint32_t)0;
+  return ops;
 }
 
 /* the map without its k: k entries, then the walk, or, with extra rules (NULL: none), a bottom-up rewrite with the map as
@@ -154,7 +202,7 @@ static UOp *substitute_with(UOp *self, PyObject *dvars, PatternMatcher *extra) {
   if (!changed) return NULL;
   UOp *ret = NULL;
   if (!PyDict_GET_SIZE(changed)) ret = (UOp *)Py_NewRef(self);
-  else if (!extra) ret = substitute_walk(self, changed);
+  else if (!extra) ret = bottom_up_walk(self, changed, substitute_step, key_ops(changed));
   else {
     PatternMatcher *sub = rule_set("_substitute"), *pm = sub ? pm_concat(extra, sub) : NULL;
     ret = pm ? graph_rewrite(self, pm, changed, true, NULL) : NULL;

@@ -127,6 +127,12 @@ PyObject *uop_sym_infer(UOp *u, PyObject *var_vals);   /* u.sym_infer(var_vals) 
 UOp *uop_simplify(UOp *u);                          /* u.simplify(): graph_rewrite(u, symbolic) */
 PyObject *uop_ssimplify(UOp *u);                    /* u.ssimplify(): the simplified UOp, or the CONST's value */
 UOp *uop_substitute(UOp *u, PyObject *dvars);       /* u.substitute(dvars), dvars a dict */
+/* A rule that reads only its node and ctx: u itself where it does not fire, else what u becomes (a reference kept in
+ * keep until the rewrite ends); NULL on error. */
+typedef UOp *(*RewriteStep)(PyObject *ctx, UOp *u, PtrVec *keep);
+/* graph_rewrite(root, [step], ctx, bottom_up=True) without the rewrite engine; rule_ops: op_bit of each op step may
+ * fire on (ops_eval.c) */
+UOp *bottom_up_walk(UOp *root, PyObject *ctx, RewriteStep step, uint32_t rule_ops);
 PyObject *uop_render(UOp *u, bool simplify);        /* u.render(simplify): str, or None where no rule renders it */
 UOp *uop_invalid(int count);                        /* UOp.invalid(count) */
 UOp *uop_valid(UOp *u, UOp *cond);                  /* u.valid(cond) */

@@ -794,88 +794,21 @@ static const RuleDef pm_add_control_flow_defs[] = {
   R("UPat(Ops.RANGE, name='x')", range_after_sibling),
 };
 
-/* The bottom-up graph_rewrite(sink, pm_add_control_flow, edges), without the rewrite engine where it can: its one rule
- * fires only on the RANGEs the edges name, and reads the edges only, so the answer is the same in any order of calls.
- * The engine walks every node above a RANGE (nearly a whole kernel) with its stack, stages and matcher calls; the
- * direct walk visits each once, sources first: a named RANGE gains its END as a source, and a node whose sources
- * changed is made again, as the engine remakes it. It leaves to the engine what the engine would go on rewriting (a
- * node it makes is itself a RANGE the edges name) and edges that close a loop. */
-static char expanding_marker;
-#define EXPANDING ((UOp *)&expanding_marker)   /* done[n] while n waits for its sources */
-
-/* n, or n + (edges[n],) for a RANGE the edges name (a new reference, kept in made); NULL on error */
-static UOp *with_edge(UOp *n, PyObject *edges, PtrVec *made) {
+/* pm_add_control_flow's rule as a step of the shared bottom-up walk (ops_eval.c): it fires only on the RANGEs the edges
+ * name and reads the edges only. n, or n + (edges[n],) (kept in keep); NULL on error. */
+static UOp *with_edge(PyObject *edges, UOp *n, PtrVec *keep) {
   PyObject *end = n->op == OP_RANGE ? PyDict_GetItemWithError(edges, (PyObject *)n) : NULL;
   if (!end) return PyErr_Occurred() ? NULL : n;
   if (!UOp_Check(end)) return (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
   if (uop_check_form((UOp *)end, "add control flow") < 0) return NULL;   /* the walk goes on below it */
   UOp *m = uop_append_src(n, (UOp *)end, NULL);
-  if (m && ptrvec_push(made, m) < 0) Py_CLEAR(m);
+  if (m && ptrvec_push(keep, m) < 0) Py_CLEAR(m);
   return m;
-}
-
-/* no rule fires in a graph without a RANGE: such a node is its own rewrite, and is not kept in the maps */
-static bool below_no_range(const UOp *n) { return !(n->ops_below & op_bit(OP_RANGE)); }
-static UOp *done_of(const PtrMap *done, UOp *n) { return below_no_range(n) ? n : ptrmap_get(done, n); }
-
-/* n's rewrite once its sources' are done: n itself, or n made again on them (a new reference kept in made) */
-static UOp *remade(UOp *n, const PtrMap *done, PtrVec *made) {
-  UOp *small[8], **src = n->nsrc <= 8 ? small : PyMem_Malloc(sizeof(UOp *) * n->nsrc);
-  if (!src) return (UOp *)PyErr_NoMemory();
-  bool changed = false;
-  for (int i = 0; i < n->nsrc; i++) changed |= (src[i] = done_of(done, n->src[i])) != n->src[i];
-  UOp *ret = changed ? uop_new(n->op, n->dtype, src, n->nsrc, n->arg, uop_tag(n)) : n;
-  if (src != small) PyMem_Free(src);
-  if (changed && ret && ptrvec_push(made, ret) < 0) Py_CLEAR(ret);
-  return ret;
-}
-
-/* 1: done[n] set, 0: sources pushed first, -1: error, 2: the engine must do it (see above) */
-static int control_flow_step(UOp *n, PyObject *edges, PtrMap *done, PtrMap *edged, PtrVec *stack, PtrVec *made) {
-  UOp *m = n->op == OP_RANGE ? ptrmap_get(edged, n) : n;
-  if (!m) {
-    if (!(m = with_edge(n, edges, made)) || ptrmap_set(edged, n, m) < 0) return -1;
-    if (m != n && with_edge(m, edges, made) != m) return PyErr_Occurred() ? -1 : 2;
-  }
-  bool waits = false;
-  for (int i = m->nsrc - 1; i >= 0; i--) {
-    UOp *s = done_of(done, m->src[i]);
-    if (s == EXPANDING) return 2;   /* a loop */
-    if (!s && ptrvec_push(stack, m->src[i]) < 0) return -1;
-    waits |= !s;
-  }
-  if (waits) return ptrmap_set(done, n, EXPANDING) < 0 ? -1 : 0;
-  UOp *r = remade(m, done, made);
-  if (!r) return -1;
-  if (r != m && r->op == OP_RANGE) {   /* remade RANGEs the edges name are rewritten again by the engine */
-    int named = PyDict_Contains(edges, (PyObject *)r);
-    if (named) return named < 0 ? -1 : 2;
-  }
-  return ptrmap_set(done, n, r) < 0 ? -1 : 1;
-}
-
-/* the direct walk: the rewrite of sink, or NULL without an exception where the engine must do it */
-static UOp *control_flow_walk(UOp *sink, PyObject *edges) {
-  PtrMap done = {0}, edged = {0};   /* node -> its rewrite (EXPANDING while its sources are done); RANGE -> with_edge */
-  PtrVec stack = {0}, made = {0};
-  int rc = ptrvec_push(&stack, sink) < 0 ? -1 : 1;
-  while (rc >= 0 && rc != 2 && stack.len) {
-    UOp *n = stack.items[stack.len - 1], *d = done_of(&done, n);
-    if (d && d != EXPANDING) { stack.len--; continue; }
-    if ((rc = control_flow_step(n, edges, &done, &edged, &stack, &made)) == 1) stack.len--;
-  }
-  UOp *ret = rc == 1 ? (UOp *)Py_NewRef(done_of(&done, sink)) : NULL;
-  for (Py_ssize_t i = 0; i < made.len; i++) Py_DECREF((PyObject *)made.items[i]);
-  ptrvec_free(&stack); ptrvec_free(&made); ptrmap_free(&done); ptrmap_free(&edged);
-  return ret;
 }
 
 UOp *add_control_flow(UOp *sink, PyObject *edges) {
   if (!PyDict_GET_SIZE(edges)) return (UOp *)Py_NewRef(sink);   /* a single loop nest: nothing to add */
-  UOp *ret = control_flow_walk(sink, edges);
-  if (ret || PyErr_Occurred()) return ret;
-  PatternMatcher *pm = native_get("pm_add_control_flow");
-  return pm ? graph_rewrite_read_only_ctx(sink, pm, edges, true) : (UOp *)PyErr_Format(PyExc_RuntimeError, "pm_add_control_flow is missing");
+  return bottom_up_walk(sink, edges, with_edge, op_bit(OP_RANGE));
 }
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -284,13 +284,22 @@ static bool only_program_rules(const PatternMatcher *pm) {
   for (int op = 0; op < OP_COUNT; op++) if (op != OP_PROGRAM && pm->n_by_op[op]) return false;
   return true;
 }
-static UOp *rewrite_program_root(UOp *prg, PatternMatcher *pm, PyObject *ren) {
-  if (!only_program_rules(pm)) return graph_rewrite(prg, pm, ren, false, NULL);   /* a rule for other nodes: the walk */
+/* 1 when no PROGRAM is below prg (its sources' ops_below say so, or else a walk), 0 when one is, -1 on error */
+static int program_alone(UOp *prg) {
+  bool none_below = true;
+  for (int i = 0; i < prg->nsrc; i++) none_below &= !(prg->src[i]->ops_below & op_bit(OP_PROGRAM));
+  if (none_below) return 1;   /* a kernel's sink: no op of PROGRAM's bit below, no walk */
   PyObject *nodes = uop_toposort_list(prg, NULL);
-  if (!nodes) return NULL;
+  if (!nodes) return -1;
   bool alone = true;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes) - 1 && alone; i++) alone = ((UOp *)PyList_GET_ITEM(nodes, i))->op != OP_PROGRAM;
   Py_DECREF(nodes);
+  return alone;
+}
+static UOp *rewrite_program_root(UOp *prg, PatternMatcher *pm, PyObject *ren) {
+  if (!only_program_rules(pm)) return graph_rewrite(prg, pm, ren, false, NULL);   /* a rule for other nodes: the walk */
+  int alone = program_alone(prg);
+  if (alone < 0) return NULL;
   if (!alone) return graph_rewrite(prg, pm, ren, false, NULL);
   UOp *cur = (UOp *)Py_NewRef(prg);
   for (int step = 0; step < 8; step++) {   /* the rules add one source each: three steps at most */

@@ -161,8 +161,9 @@ def test_bad_input():
 
 def test_a_program_goes_on_as_tinygrads_pm_to_program():
   """a PROGRAM given goes through pm_to_program as tinygrad's graph_rewrite takes it: tinyc rewrites its root alone
-  when no PROGRAM is below it, and walks the graph (as tinygrad does) when one is: the same node, or the same error"""
-  from tinygrad.codegen import full_rewrite_to_sink as tg_full, pm_to_program as tg_pm_to_program
+  when no PROGRAM is below it (also when a LINEAR is, whose op shares PROGRAM's ops_below bit), and walks the graph (as
+  tinygrad does) when one is: the same node, or the same error"""
+  from tinygrad.codegen import full_rewrite_to_sink as tg_full, pm_to_program as tg_pm_to_program, do_linearize as tg_do_linearize
   from tinygrad.uop.ops import KernelInfo as TgKernelInfo, graph_rewrite as tg_graph_rewrite
   from tinyc.codegen import program_uop
   def outcome(f):
@@ -174,8 +175,10 @@ def test_a_program_goes_on_as_tinygrads_pm_to_program():
     nested = TgUOp(TgOps.SINK, src=(TgUOp(TgOps.PROGRAM, src=(full, dev)),), arg=full.arg)
     for sink in (full, nested):
       prg = TgUOp(TgOps.PROGRAM, src=(sink, dev), arg=TgKernelInfo())
-      tg = outcome(lambda: from_tinygrad(tg_graph_rewrite(prg, tg_pm_to_program, ctx=TG_REN)))
-      assert outcome(lambda: program_uop(from_tinygrad(prg), REN)) is tg
+      for given in (prg, outcome(lambda: tg_do_linearize(prg, sink))):
+        if isinstance(given, type): continue   # the nested sink does not linearize
+        tg = outcome(lambda: from_tinygrad(tg_graph_rewrite(given, tg_pm_to_program, ctx=TG_REN)))
+        assert outcome(lambda: program_uop(from_tinygrad(given), REN)) is tg
 
 def test_a_dtype_the_renderer_cannot_render_raises_as_in_tinygrad():
   """an index-typed buffer never lowers to a C type: both raise the same error from the spec check"""

@@ -1,7 +1,7 @@
 # The two commands of README.md: `make demo` (the main job) and `make test` (the suite).
 # Each installs what is missing, builds the extension, then runs.
 PYTHON ?= python3
-APT_PACKAGES := gcc make clang libsqlite3-dev zlib1g-dev llvm-19-dev
+APT_PACKAGES := gcc make clang libsqlite3-dev libxxhash-dev zlib1g-dev llvm-19-dev
 APT_PACKAGES += libz3-dev
 # the interpreter itself, not a launcher script (pyenv's shim is bash): the sanitizers must see only Python's allocations
 PY = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')

@@ -35,5 +35,5 @@ z3_c, z3_ld = z3_flags()
 cflags, ldflags = cflags + z3_c, ldflags + z3_ld
 
 setup(ext_modules=[Extension("tinyc._C", sources=sources, depends=headers, extra_compile_args=cflags,
-                             extra_link_args=ldflags, libraries=["dl", "sqlite3", "z", "pthread"],
+                             extra_link_args=ldflags, libraries=["dl", "sqlite3", "z", "xxhash", "pthread"],
                              include_dirs=[numpy.get_include()])])

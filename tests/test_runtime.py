@@ -299,6 +299,32 @@ def test_corrupted_row_is_recompiled(tmp_path, monkeypatch):
   assert stats()["compiles"] == s0["compiles"] + 1 and stats()["cache_hits"] == s0["cache_hits"]
   assert comp.compile_cached(src) == lib and stats()["cache_hits"] == s0["cache_hits"] + 1
 
+def test_cache_reads_many_tables_and_files(tmp_path, monkeypatch):
+  """a cache hit reuses its table's prepared query (a few tables kept, the oldest replaced): reading more tables than
+  are kept, a table made after a miss, a damaged row, and a second file each give what was stored, or a miss"""
+  get, put = tinyc._C.diskcache_get, tinyc._C.diskcache_put
+  monkeypatch.setenv("TINYC_CACHEDB", str(tmp_path / "a.db"))
+  tables = [f"t{i}" for i in range(7)]
+  assert get("late", "k") is None                           # no such table yet: a miss
+  put("late", "k", b"made after the miss")
+  assert get("late", "k") == b"made after the miss"
+  for _ in range(3):
+    for i, t in enumerate(tables):
+      if get(t, "k") is None: put(t, "k", bytes([i]) * 1000)
+      assert get(t, "k") == bytes([i]) * 1000 and get(t, "other") is None
+  with sqlite3.connect(str(tmp_path / "a.db")) as conn:     # a value damaged on disk reads as a miss, and is dropped
+    (table,) = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE 't3!_%' ESCAPE '!'").fetchone()
+    conn.execute(f'UPDATE "{table}" SET val = ? WHERE key = ?', (b"\0" * 1000, b"k"))
+  assert get("t3", "k") is None and get("t0", "k") == bytes([0]) * 1000
+  with sqlite3.connect(str(tmp_path / "a.db")) as conn:
+    assert conn.execute(f'SELECT count(*) FROM "{table}"').fetchone() == (0,)
+  monkeypatch.setenv("TINYC_CACHEDB", str(tmp_path / "b.db"))   # another file: the kept queries were the first's
+  assert all(get(t, "k") is None for t in tables)
+  put("t0", "k", b"b")
+  assert get("t0", "k") == b"b"
+  monkeypatch.setenv("TINYC_CACHEDB", str(tmp_path / "a.db"))
+  assert get("t0", "k") == bytes([0]) * 1000 and get("t3", "k") is None
+
 def test_repeated_calls_leave_memory_flat(programs):
   p, ps = programs["softmax/4"], programs["symbolic_sum/2"]
   runner, srunner = CompiledRunner(p), CompiledRunner(ps)

@@ -109,7 +109,7 @@ static int loop_error(void) {
 
 /* u answers itself (u is an answer, or its sources are and the rule leaves it): recorded unless u is already known */
 static int answers_itself(RewriteWalk *w, UOp *u) {
-  void *known = untouched(w, u) ? u : ptrmap_get(&w->answer, u);
+  void *known = answer_of(w, u);
   if (known == IN_PROGRESS) return loop_error();
   return known ? 0 : ptrmap_set(&w->answer, u, u);
 }

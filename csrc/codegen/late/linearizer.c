@@ -777,6 +777,12 @@ PyObject *cfg_edges(UOp *sink) {
   return edges;
 }
 
+/* range x with end, the edge's value, as one more source: a new reference, or NULL with the error */
+static UOp *append_edge(UOp *x, PyObject *end) {
+  if (!UOp_Check(end)) return (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
+  return uop_append_src(x, (UOp *)end, NULL);
+}
+
 /* a RANGE with an END it must follow gets that END as one more source (ctx: the edges dict, or an
  * object with .edges as tinygrad's CFGContext) */
 RULE(range_after_sibling, x) {
@@ -785,7 +791,7 @@ RULE(range_after_sibling, x) {
   PyObject *y = PyObject_GetItem(edges, (PyObject *)x);
   Py_DECREF(edges);
   if (!y) { if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); return NULL; }
-  UOp *ret = UOp_Check(y) ? KEEP(uop_append_src(x, (UOp *)y, NULL)) : (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
+  UOp *ret = KEEP(append_edge(x, y));
   Py_DECREF(y);
   return ret;
 }
@@ -799,9 +805,8 @@ static const RuleDef pm_add_control_flow_defs[] = {
 static UOp *with_edge(PyObject *edges, UOp *n, PtrVec *keep) {
   PyObject *end = n->op == OP_RANGE ? PyDict_GetItemWithError(edges, (PyObject *)n) : NULL;
   if (!end) return PyErr_Occurred() ? NULL : n;
-  if (!UOp_Check(end)) return (UOp *)PyErr_Format(PyExc_TypeError, "add control flow: an edge must be a UOp");
-  if (uop_check_form((UOp *)end, "add control flow") < 0) return NULL;   /* the walk goes on below it */
-  UOp *m = uop_append_src(n, (UOp *)end, NULL);
+  if (UOp_Check(end) && uop_check_form((UOp *)end, "add control flow") < 0) return NULL;   /* the walk goes on below it */
+  UOp *m = append_edge(n, end);
   if (m && ptrvec_push(keep, m) < 0) Py_CLEAR(m);
   return m;
 }

@@ -227,10 +227,10 @@ def _count_fallback(reason: str):
 
 @dataclasses.dataclass
 class _Built:
-  """A kernel's program up to its source, and its compile: a pool job, or a lib (or None) already there."""
-  prg: Any
+  """A kernel's source, its tinygrad ProgramSpec (lib not set) and its compile: a pool job, or a lib (or None) already there."""
   src: str
   route: _Route
+  spec: TgProgramSpec|None = None
   pool: Any = None
   job: int = -1
   lib: bytes|None = None
@@ -242,11 +242,15 @@ def _timed(part: str):
   finally:
     with _S.lock: _S.split[part] += time.perf_counter() - st
 
-def _codegen(ast, route: _Route, opts) -> _Built:
+def _codegen(ast, route: _Route, opts, pool) -> _Built:
+  """The kernel's program, its compile started (see _start_compile) before its graph is converted for tinygrad: at once,
+  while tinyc's graph is still in the processor's caches (converted later, among tinygrad's own work, it cost twice)."""
   with _timed("codegen"):
     tc_opts = None if opts is None else [_to_tc_arg(o) for o in opts]
     prg = tinyc.codegen.program_uop(from_tinygrad(ast), route.renderer, tc_opts)
-    return _Built(prg, prg.src[3].arg, route)
+  b = _start_compile(_Built(prg.src[3].arg, route), pool)
+  with _timed("codegen"): b.spec = _tg_program_spec(prg)
+  return b
 
 def _cached_lib(b: _Built) -> bytes|None:
   return _tg_diskcache_get(b.route.cachekey, b.src) if b.route.cachekey is not None else None
@@ -297,22 +301,21 @@ def _tg_program_spec(prg) -> TgProgramSpec:
   tc, tg = tinyc.ProgramSpec.from_uop(prg), to_tinygrad(prg)
   e = tc.estimates
   uops = _Uops(tg.src[2].src, TgEstimates(_tg_sint(e.ops), _tg_sint(e.lds), _tg_sint(e.mem)))
-  if _TG_DEBUG >= 6: _tg_print_uops(uops)
   return _ProgramSpec(tc.name, tc.src, tc.device, tg.src[0], uops, None, list(tg.arg) if tg.arg else [],
                       [_tg_sint(x) for x in tc.global_size], None if tc.local_size is None else [_tg_sint(x) for x in tc.local_size],
                       [to_tinygrad(v) for v in tc.vars], list(tc.globals), list(tc.outs), list(tc.ins))
 
 def _spec(b: _Built) -> TgProgramSpec:
-  with _timed("codegen"): spec = _tg_program_spec(b.prg)   # while the pool may still be compiling it
-  spec.lib = _finish_compile(b)
-  return spec
+  if _TG_DEBUG >= 6: _tg_print_uops(b.spec.uops)   # as tinygrad's from_uop prints them, in get_program's order
+  b.spec.lib = _finish_compile(b)
+  return b.spec
 
 def _ahead_key(ast, ren): return (ast.key, id(ren))
 
 def _build(ast, ren, route: _Route, opts) -> TgProgramSpec:
   ahead = getattr(_S.local, "ahead", None)
   b = ahead.pop(_ahead_key(ast, ren), None) if ahead is not None and opts is None else None
-  return _spec(b if b is not None else _start_compile(_codegen(ast, route, opts), None))
+  return _spec(b if b is not None else _codegen(ast, route, opts, None))
 
 def _routed_get_program(ast, renderer, opts=None):
   """tinygrad's get_program(ast, renderer, opts=None) -> ProgramSpec, built by tinyc where it can."""
@@ -349,7 +352,7 @@ def _build_ahead(schedule, pool) -> dict:
       if (key := _ahead_key(ei.ast, ren)) in ahead or _runner_cached(device, ei.ast): continue
       if (route := _route(ren)) is None or _context_reason() is not None: continue
       st = time.perf_counter()
-      ahead[key] = _start_compile(_codegen(ei.ast, route, None), pool)
+      ahead[key] = _codegen(ei.ast, route, None, pool)
       with _S.lock: _S.seconds += time.perf_counter() - st
     except Exception: continue   # get_program meets it again in order, and falls back there with its reason
   return ahead

@@ -380,6 +380,27 @@ def test_graph_conversion_bad_input_and_memory():
   round_trip(); gc.collect()
   assert tinyc._C._intern_count() == before
 
+def test_enum_members_in_args_are_swapped_in_c():
+  """an arg of plain values and enum members (a RANGE's (axis, AxisType), nested tuples) is converted by C's members
+  table exactly as the Python converter converts it, both ways; a table that lacks a member, or is malformed, raises"""
+  from tinygrad.uop.ops import AxisType as TgAxisType
+  from tinyc.tinygrad import from_tinygrad, to_tinygrad, _TO_TG, _TO_TC, _PLAIN_ARGS
+  args = [(3, tinyc.AxisType.LOOP), (0, (1, tinyc.AxisType.REDUCE), tinyc.AxisType.UPCAST), tinyc.Ops.ADD, (tinyc.AddrSpace.LOCAL,),
+          (1, 2), ((tinyc.OptOps.UPCAST, 0, 4),), (None, "x", 1.5, True)]
+  for arg in args:
+    u = tinyc.UOp(tinyc.Ops.NOOP, tinyc.dtypes.void, (), arg)
+    t = to_tinygrad(u)
+    assert t.arg == _TO_TG.convert_arg(arg) and type(t.arg) is type(_TO_TG.convert_arg(arg))
+    assert from_tinygrad(t) is u and from_tinygrad(t).arg == _TO_TC.convert_arg(t.arg)
+  nodes = [tinyc.UOp(tinyc.Ops.NOOP, tinyc.dtypes.void, (), (1, tinyc.AxisType.LOOP))]
+  rebuild = lambda members: tinyc._C._rebuild_graph(nodes, _TO_TG.make, {}, _TO_TG.convert_op, {}, _TO_TG.convert_dtype,
+                                                    _TO_TG.convert_arg, _PLAIN_ARGS, None, members)
+  assert rebuild(_TO_TG.members).arg == (1, TgAxisType.LOOP)
+  assert rebuild({}).arg == (1, TgAxisType.LOOP)   # no table: the Python converter
+  for bad in ({tinyc.AxisType: ()}, {tinyc.AxisType: "x"}, {tinyc.AxisType: ((tinyc.AxisType.LOOP,),)}):
+    with pytest.raises(TypeError, match="members"): rebuild(bad)
+  with pytest.raises(TypeError): rebuild([])
+
 def test_consed_conversion_is_tinygrads_constructor(monkeypatch):
   """to_tinygrad makes tinygrad's nodes in C, hash-consed in UOpMetaClass.ucache as tinygrad's constructor does them:
   tinygrad's UOp(...) of a made node's fields returns that very node, nodes tinygrad has are reused, dead nodes leave the

@@ -245,6 +245,24 @@ def test_estimates_from_uops_bad_input():
   with pytest.raises(IndexError): tinyc.Estimates.from_uops([tinyc.UOp(tinyc.Ops.LOAD, tinyc.dtypes.float, ())])
   assert tinyc.Estimates.from_uops([]) == tinyc.Estimates()
 
+def test_estimates_counts_past_64_bits_and_symbolic_as_tinygrad():
+  """the counts are C integers while they fit: a product past 2**63, a symbolic range inside and after int ones, and
+  a huge count under a symbolic one give tinygrad's Python numbers"""
+  buf = TgUOp(TgOps.DEFINE_GLOBAL, tg_dtypes.float.ptr(16), (), 0)
+  v = TgUOp.variable("n", 1, 2**40)
+  def kernel(*bounds):
+    rngs = [TgUOp.range(b, i) for i, b in enumerate(bounds)]
+    x = TgUOp.const(tg_dtypes.float, 1.0)
+    for r in rngs: x = x + r.cast(tg_dtypes.float)
+    st = buf.index(rngs[-1]).store(x)
+    ends = [TgUOp(TgOps.END, tg_dtypes.void, (st, r)) for r in reversed(rngs)]
+    return list(dict.fromkeys([buf] + [u for r in rngs for u in r.toposort()] + list(x.toposort()) + list(st.toposort()) + ends))
+  for bounds in ((2**40, 2**40), (2**62, 4, 3), (7, v, 2**40), (v, 2**50, 2**30), (2**31, 2**31, v)):
+    uops = kernel(*bounds)
+    tc_uops = list(from_tinygrad(TgUOp(TgOps.LINEAR, src=tuple(uops))).src)
+    for ii in (False, True):
+      assert same(conv(TgEstimates.from_uops(uops, ignore_indexing=ii)), tinyc.Estimates.from_uops(tc_uops, ignore_indexing=ii)), bounds
+
 def test_estimates_wmma_as_tinygrad():
   tg_a = TgUOp.variable("a", 0, 3, tg_dtypes.float).cast(tg_dtypes.float.vec(8))
   tg_w = TgUOp(TgOps.WMMA, tg_dtypes.float.vec(8), (tg_a, tg_a, tg_a), ("WMMA_8_16_16", (8, 16, 16), tg_dtypes.half, tg_dtypes.float, "CUDA", 32, (), ()))

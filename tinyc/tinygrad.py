@@ -75,20 +75,22 @@ _PLAIN_ARGS = frozenset((type(None), int, float, bool, str))   # args both sides
 
 class _Direction:
   """Converting nodes one way: the other side's constructor, and what an op, a dtype and an arg become. Ops and dtypes are
-  few and immutable on both sides, so each is converted once and remembered. consed(): None, or the (class, cache) that
-  lets C hash-cons the nodes as the constructor would (see _C._rebuild_graph)."""
-  def __init__(self, make, op_type, convert_dtype, convert_arg, consed=lambda: None):
+  few and immutable on both sides, so each is converted once and remembered; so are the members of the enums that args
+  hold (enums: {this side's enum: the other side's}), which C swaps inside an arg without calling convert_arg. consed():
+  None, or the (class, cache) that lets C hash-cons the nodes as the constructor would (see _C._rebuild_graph)."""
+  def __init__(self, make, op_type, convert_dtype, convert_arg, enums: dict, consed=lambda: None):
     self.make, self.op_type, self.convert_dtype, self.convert_arg, self.consed = make, op_type, convert_dtype, convert_arg, consed
     self.ops: dict = {}
     self.dtypes: dict = {}
+    self.members = {src: tuple((m, dst(m.value)) for m in src) for src, dst in enums.items()}
 
   def convert_op(self, op): return self.op_type(op.value)
 
   def graph(self, root):
     """Rebuild the graph under root bottom-up (toposort order), one node made per distinct node: an op, a dtype and the
-    sources looked up, a plain arg passed as it is (the loop is C's, _C._rebuild_graph)."""
+    sources looked up, an arg of plain values and enum members converted in C (the loop is C's, _C._rebuild_graph)."""
     return _C._rebuild_graph(list(root.toposort()), self.make, self.ops, self.convert_op, self.dtypes, self.convert_dtype,
-                             self.convert_arg, _PLAIN_ARGS, self.consed())
+                             self.convert_arg, _PLAIN_ARGS, self.consed(), self.members)
 
 def _tinygrads_constructor(f) -> bool:
   return getattr(f, "__module__", None) == "tinygrad.uop.ops" and getattr(f, "__qualname__", None) == "UOpMetaClass.__call__"
@@ -98,8 +100,9 @@ def _tg_consed():
   is tinygrad's own (not replaced, before or after this import); else the constructor is called."""
   return (TgUOp, _TgUOpMeta.ucache) if _TG_SPEC.value <= 1 and _tinygrads_constructor(_TgUOpMeta.__dict__.get("__call__")) else None
 
-_TO_TC = _Direction(tinyc.UOp, tinyc.Ops, _to_tc_dtype, _to_tc_arg)
-_TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg, _tg_consed)
+_ENUMS = {tinyc.Ops: TgOps, tinyc.AxisType: TgAxisType, tinyc.OptOps: TgOptOps, tinyc.AddrSpace: TgAddrSpace}   # same values
+_TO_TC = _Direction(tinyc.UOp, tinyc.Ops, _to_tc_dtype, _to_tc_arg, {tg: tc for tc, tg in _ENUMS.items()})
+_TO_TG = _Direction(TgUOp, TgOps, _to_tg_dtype, _to_tg_arg, _ENUMS, _tg_consed)
 
 def from_tinygrad(u: TgUOp) -> tinyc.UOp:
   """The tinyc graph equal to tinygrad UOp u."""

@@ -124,17 +124,41 @@ static int need_src(UOp *u, uint32_t n) {
   return -1;
 }
 
-/* acc += x (x stolen; both may be NULL on error). Returns the new acc or NULL. */
-static PyObject *sint_iadd(PyObject *acc, PyObject *x) {
-  PyObject *ret = acc && x ? PyNumber_Add(acc, x) : NULL;
-  Py_XDECREF(acc); Py_XDECREF(x);
-  return ret;
+/* A count as tinygrad's Python computes it: a C integer while every term is one (and no step overflows), else the
+ * Python number (an int, or a UOp for a symbolic size), made by the same operations in the same order. */
+typedef struct { long long c; PyObject *py; } Count;   /* the value: py (owned) when set, else c */
+
+static PyObject *count_py(const Count *x) { return x->py ? Py_NewRef(x->py) : PyLong_FromLongLong(x->c); }
+
+/* *x = v (stolen; NULL on error): its C value when v is an int that fits */
+static int count_take(Count *x, PyObject *v) {
+  if (!v) return -1;
+  Py_CLEAR(x->py);
+  if (PyLong_CheckExact(v)) {
+    int overflow;
+    long long c = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (!overflow) { Py_DECREF(v); x->c = c; return c == -1 && PyErr_Occurred() ? -1 : 0; }
+  }
+  x->py = v;
+  return 0;
 }
-/* a * b as Python does (either may be a UOp); b stolen. */
-static PyObject *sint_mul_steal(PyObject *a, PyObject *b) {
-  PyObject *ret = a && b ? PyNumber_Multiply(a, b) : NULL;
-  Py_XDECREF(b);
-  return ret;
+
+/* *out = l * r (out may be either operand) */
+static int count_mul(Count *out, const Count *l, const Count *r) {
+  long long c;
+  if (!l->py && !r->py && !__builtin_mul_overflow(l->c, r->c, &c)) { Py_CLEAR(out->py); out->c = c; return 0; }
+  PyObject *a = count_py(l), *b = a ? count_py(r) : NULL, *v = b ? PyNumber_Multiply(a, b) : NULL;
+  Py_XDECREF(a); Py_XDECREF(b);
+  return count_take(out, v);
+}
+
+/* *acc += x */
+static int count_add(Count *acc, const Count *x) {
+  long long c;
+  if (!acc->py && !x->py && !__builtin_add_overflow(acc->c, x->c, &c)) { acc->c = c; return 0; }
+  PyObject *a = count_py(acc), *b = a ? count_py(x) : NULL, *v = b ? PyNumber_Add(a, b) : NULL;
+  Py_XDECREF(a); Py_XDECREF(b);
+  return count_take(acc, v);
 }
 
 /* mults with every SPECIAL in it replaced by 0 (the SPECIALs are counted in mults already). Steals mults. */
@@ -176,10 +200,10 @@ static PyObject *estimates_from_uops(PyObject *seq, bool ignore_indexing) {
     if (!UOp_Check(items[i]))
       return PyErr_Format(PyExc_TypeError, "Estimates.from_uops needs UOps, got %.100s", Py_TYPE(items[i])->tp_name);
   PtrMap dont_count = {0}, mem_load = {0}, mem_store = {0};
-  PyObject *flops = PyLong_FromLong(0), *lds = PyLong_FromLong(0), *mults = PyLong_FromLong(1), *stack = PyList_New(0);
-  PyObject *ret = NULL;
+  Count flops = {0, NULL}, lds = {0, NULL}, mults = {1, NULL};
+  PyObject *stack = PyList_New(0), *ret = NULL;   /* the mults outside each open RANGE, as Python numbers */
   long long mem = 0;
-  if (!flops || !lds || !mults || !stack) goto end;
+  if (!stack) goto end;
   if (ignore_indexing) {
     for (Py_ssize_t i = 0; i < n; i++) {
       UOp *u = (UOp *)items[i];
@@ -213,39 +237,40 @@ static PyObject *estimates_from_uops(PyObject *seq, bool ignore_indexing) {
     }
     if (op == OP_RANGE || op == OP_SPECIAL) {
       if (need_src(u, 1) < 0) goto end;
-      PyObject *bound = sint_ssimplify((PyObject *)u->src[0]);
-      if (op == OP_RANGE && PyList_Append(stack, mults) < 0) { Py_XDECREF(bound); goto end; }
-      Py_SETREF(mults, sint_mul_steal(mults, bound));
+      Count bound = {0, NULL};
+      PyObject *outer = op == OP_RANGE ? count_py(&mults) : NULL;
+      int err = count_take(&bound, sint_ssimplify((PyObject *)u->src[0])) < 0 || (op == OP_RANGE && (!outer || PyList_Append(stack, outer) < 0)) ||
+                count_mul(&mults, &mults, &bound) < 0;
+      Py_XDECREF(outer); Py_XDECREF(bound.py);
+      if (err) goto end;
       /* a SPECIAL is counted in mults already; SPECIALs are never ENDed, so they are not pushed */
-      if (mults && op == OP_RANGE) mults = mults_drop_specials(mults);
-      if (!mults) goto end;
+      if (op == OP_RANGE && mults.py && !(mults.py = mults_drop_specials(mults.py))) goto end;
     } else if (op == OP_END) {
       Py_ssize_t k = PyList_GET_SIZE(stack);
       if (!k) { PyErr_SetString(PyExc_IndexError, "Estimates.from_uops: END without a RANGE (pop from empty list)"); goto end; }
-      Py_SETREF(mults, Py_NewRef(PyList_GET_ITEM(stack, k - 1)));
-      if (PyList_SetSlice(stack, k - 1, k, NULL) < 0) goto end;
+      if (count_take(&mults, Py_NewRef(PyList_GET_ITEM(stack, k - 1))) < 0 || PyList_SetSlice(stack, k - 1, k, NULL) < 0) goto end;
     } else if ((op == OP_LOAD || op == OP_STORE) && !(u->src[0]->dtype->is_ptr && u->src[0]->dtype->addrspace == ADDRSPACE_REG)) {
       /* bytes moved: itemsize * mults (the int on the left, as tinygrad writes it) */
-      PyObject *k = PyLong_FromLong(dtype_itemsize(op == OP_LOAD ? u->dtype : u->src[1]->dtype));
-      PyObject *x = k ? PyNumber_Multiply(k, mults) : NULL;
-      Py_XDECREF(k);
-      if (!(lds = sint_iadd(lds, x))) goto end;
+      Count x = {dtype_itemsize(op == OP_LOAD ? u->dtype : u->src[1]->dtype), NULL};
+      int err = count_mul(&x, &x, &mults) < 0 || count_add(&lds, &x) < 0;
+      Py_XDECREF(x.py);
+      if (err) goto end;
     } else if (IN_GROUP(op, ALU) && !ptrmap_has(&dont_count, u)) {
       /* (mults * (2 for MULACC else 1)) * vector width */
-      PyObject *m = sint_mul_steal(mults, PyLong_FromLong(op == OP_MULACC ? 2 : 1));
-      PyObject *x = sint_mul_steal(m, PyLong_FromLong(u->dtype->count));
-      Py_XDECREF(m);
-      if (!(flops = sint_iadd(flops, x))) goto end;
+      Count x = {0, NULL}, twice = {op == OP_MULACC ? 2 : 1, NULL}, width = {u->dtype->count, NULL};
+      int err = count_mul(&x, &mults, &twice) < 0 || count_mul(&x, &x, &width) < 0 || count_add(&flops, &x) < 0;
+      Py_XDECREF(x.py);
+      if (err) goto end;
     } else if (op == OP_WMMA && !ptrmap_has(&dont_count, u)) {
-      PyObject *w = wmma_flops(u);
-      PyObject *f = w ? PyNumber_Multiply(w, mults) : NULL;
-      Py_XDECREF(w);
-      if (!(flops = sint_iadd(flops, f))) goto end;
+      Count x = {0, NULL};
+      int err = count_take(&x, wmma_flops(u)) < 0 || count_mul(&x, &x, &mults) < 0 || count_add(&flops, &x) < 0;
+      Py_XDECREF(x.py);
+      if (err) goto end;
     }
   }
-  ret = estimates_steal(Py_NewRef(flops), Py_NewRef(lds), PyLong_FromLongLong(mem));
+  ret = estimates_steal(count_py(&flops), count_py(&lds), PyLong_FromLongLong(mem));
 end:
-  Py_XDECREF(flops); Py_XDECREF(lds); Py_XDECREF(mults); Py_XDECREF(stack);
+  Py_XDECREF(flops.py); Py_XDECREF(lds.py); Py_XDECREF(mults.py); Py_XDECREF(stack);
   ptrmap_free(&dont_count); ptrmap_free(&mem_load); ptrmap_free(&mem_store);
   return ret;
 }

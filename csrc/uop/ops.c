@@ -964,6 +964,7 @@ typedef struct {
   PyObject *dtypes, *dtype_conv;   /* dtype memo dict, and its converter */
   PyObject *last_dtype[2];         /* owned: the last dtype converted and what it became (runs of nodes share one) */
   PyObject *arg_conv, *plain;      /* args and tags: as they are when their type is in plain (a frozenset), else arg_conv */
+  PyObject *members;               /* NULL, or {enum type: ((member, its conversion), ...)}: swapped inside args in C */
   int none_plain, int_plain;       /* whether None's and int's types are in plain: most args are one of them */
 } Converters;
 
@@ -1069,26 +1070,50 @@ static PyObject *converted_dtype(Converters *cv, PyObject *dtype) {
   return v;
 }
 
-/* 1 when x's type is plain (both sides share it as it is), or x is a tuple of such values (arg_conv would rebuild an
- * equal tuple: a GEP's lanes, a VECTORIZE's shape), 0 when arg_conv must convert it, -1 on error */
-static int plain_value(PyObject *x, const Converters *cv, int depth) {
-  if (x == Py_None) return cv->none_plain;
-  if (PyLong_CheckExact(x)) return cv->int_plain;
-  if (PyTuple_CheckExact(x) && depth < 8) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++) {
-      int p = plain_value(PyTuple_GET_ITEM(x, i), cv, depth + 1);
-      if (p <= 0) return p;
-    }
-    return 1;
+/* the conversion of enum member x by cv->members, a new reference; NULL without an error when x's type is not there.
+ * An enum has few members: x is found by identity, without calling a Python enum's __hash__. */
+static PyObject *converted_member(PyObject *x, const Converters *cv) {
+  PyObject *pairs = cv->members ? PyDict_GetItemWithError(cv->members, (PyObject *)Py_TYPE(x)) : NULL;
+  if (!pairs) return NULL;
+  for (Py_ssize_t i = 0; PyTuple_Check(pairs) && i < PyTuple_GET_SIZE(pairs); i++) {
+    PyObject *pair = PyTuple_GET_ITEM(pairs, i);
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) break;
+    if (PyTuple_GET_ITEM(pair, 0) == x) return Py_NewRef(PyTuple_GET_ITEM(pair, 1));
   }
-  return PySet_Contains(cv->plain, (PyObject *)Py_TYPE(x));
+  return PyErr_Format(PyExc_TypeError, "members[%.100s] must be a tuple of (member, conversion) holding %R", Py_TYPE(x)->tp_name, x);
 }
 
-/* an arg for the other side: as it is when it is a plain value, else arg_conv(x); a new reference */
+/* x for the other side when it is made of plain values (their types in plain: both sides share them as they are) and
+ * enum members, in tuples down to depth 8 (a GEP's lanes, a RANGE's (axis, AxisType)): a new reference, x itself when
+ * nothing in it changes. NULL without an error when it holds anything else (convert_arg converts x then). */
+static PyObject *converted_simple(PyObject *x, const Converters *cv, int depth) {
+  if (x == Py_None) return cv->none_plain ? Py_NewRef(x) : NULL;
+  if (PyLong_CheckExact(x)) return cv->int_plain ? Py_NewRef(x) : NULL;
+  if (PyTuple_CheckExact(x)) {
+    if (depth >= 8) return NULL;
+    PyObject *t = NULL;   /* made once an item changes */
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++) {
+      PyObject *item = PyTuple_GET_ITEM(x, i), *y = converted_simple(item, cv, depth + 1);
+      if (!y) return Py_XDECREF(t), NULL;
+      if (y != item && !t) {
+        if (!(t = PyTuple_New(PyTuple_GET_SIZE(x)))) return Py_DECREF(y), NULL;
+        for (Py_ssize_t j = 0; j < i; j++) PyTuple_SET_ITEM(t, j, Py_NewRef(PyTuple_GET_ITEM(x, j)));
+      }
+      if (t) PyTuple_SET_ITEM(t, i, y);
+      else Py_DECREF(y);
+    }
+    return t ? t : Py_NewRef(x);
+  }
+  PyObject *m = converted_member(x, cv);
+  if (m || PyErr_Occurred()) return m;
+  int is_plain = PySet_Contains(cv->plain, (PyObject *)Py_TYPE(x));
+  return is_plain > 0 ? Py_NewRef(x) : NULL;
+}
+
+/* an arg for the other side: converted_simple's, else convert_arg(x); a new reference */
 static PyObject *converted_arg(PyObject *x, const Converters *cv) {
-  int is_plain = plain_value(x, cv, 0);
-  if (is_plain < 0) return NULL;
-  return is_plain ? Py_NewRef(x) : PyObject_CallOneArg(cv->arg_conv, x);
+  PyObject *y = converted_simple(x, cv, 0);
+  return y || PyErr_Occurred() ? y : PyObject_CallOneArg(cv->arg_conv, x);
 }
 
 /* the remade sources of src[0..n) as a tuple (done: node -> remade); a new reference */
@@ -1139,16 +1164,17 @@ done:
 }
 
 /* the bridge's graph conversion (tinyc.tinygrad): nodes of either library in toposort order, each made again for the
- * other (see Maker), its op and dtype through memo dicts (converted on a miss), its arg as it is when its type is in
- * plain, else through convert_arg, a tag through convert_arg; the last node's remade node. One pass in C: per node,
+ * other (see Maker), its op and dtype through memo dicts (converted on a miss), its arg by converted_simple (plain values
+ * as they are, enum members swapped) or else through convert_arg, a tag through convert_arg; the last node's remade node. One pass in C: per node,
  * the constructor (when it is called) is the only Python call. */
 static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   UNUSED(mod);
   PyObject *nodes, *make, *consed = Py_None;
   Converters cv = {0};
   Maker mk;
-  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!|O:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
-                        &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain, &consed) ||
+  if (!PyArg_ParseTuple(args, "O!OO!OO!OOO!|OO!:_rebuild_graph", &PyList_Type, &nodes, &make, &PyDict_Type, &cv.ops, &cv.op_conv,
+                        &PyDict_Type, &cv.dtypes, &cv.dtype_conv, &cv.arg_conv, &PyFrozenSet_Type, &cv.plain, &consed,
+                        &PyDict_Type, &cv.members) ||
       maker_init(&mk, make, consed) < 0 ||
       (cv.none_plain = PySet_Contains(cv.plain, (PyObject *)Py_TYPE(Py_None))) < 0 ||
       (cv.int_plain = PySet_Contains(cv.plain, (PyObject *)&PyLong_Type)) < 0)
@@ -1177,7 +1203,7 @@ static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
 static PyMethodDef module_functions[] = {
   {"_intern_count", intern_count, METH_NOARGS, "number of live interned UOps"},
   {"_rebuild_graph", rebuild_graph, METH_VARARGS,
-   "_rebuild_graph(nodes, make, ops, op_conv, dtypes, dtype_conv, convert_arg, plain, consed=None): the bridge's graph conversion"},
+   "_rebuild_graph(nodes, make, ops, op_conv, dtypes, dtype_conv, convert_arg, plain, consed=None, members=None): the bridge's graph conversion"},
   {NULL, NULL, 0, NULL},
 };
 

@@ -79,6 +79,8 @@ int tinyc_init_getenv(PyObject *m);
 /* tinygrad's strip_parens(s) (helpers/strip_parens.c): "(...)" without its outer parens when what is inside is balanced;
  * a new reference (NULL stays NULL; TypeError for a non-str) */
 PyObject *strip_parens(PyObject *s);
+/* whether strip_parens(s) strips (s a str) */
+bool parens_strippable(PyObject *s);
 
 
 #endif

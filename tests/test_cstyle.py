@@ -119,6 +119,37 @@ class TestClangRenderer(unittest.TestCase):
     expected = TgClangRenderer().render(uops)
     self.assertEqual(expected, _C.ClangRenderer().render(_tinyc_uops(uops)))
 
+  def test_alu_chains(self):
+    """chains of one associative op drop the inner parens where what is inside is balanced: operands that are not ASCII
+    (a variable's name), inline CUSTOMI texts whose parens do not balance, float64 and ternary codes, as tinygrad renders them"""
+    from tinygrad.uop.ops import UOp, Ops, KernelInfo
+    from tinygrad.dtype import dtypes
+    buf = UOp(Ops.DEFINE_GLOBAL, dtypes.float.ptr(4), (), 0)
+    order = [buf]
+    def mk(op, dtype, src=(), arg=None):
+      u = UOp(op, dtype, tuple(src), arg)
+      for s in u.toposort():
+        if s not in order: order.append(s)
+      return u
+    names = ["ñu", "x", "δ"]
+    vs = [mk(Ops.DEFINE_VAR, dtypes.int, (), (n, 0, 9)) for n in names]
+    odd = [mk(Ops.CUSTOMI, dtypes.int, (vs[1],), t) for t in ("({0}))+((1", "(({0})", "({0})")]
+    stores = []
+    for k, ops in enumerate(([Ops.ADD] * 4, [Ops.MUL, Ops.MUL, Ops.ADD], [Ops.XOR, Ops.OR, Ops.OR], [Ops.AND] * 3)):
+      x = vs[k % 3]
+      for op, y in zip(ops, odd + vs):
+        x = mk(op, dtypes.int, (x, y)) if op is not Ops.AND else mk(op, dtypes.bool, (mk(Ops.CMPLT, dtypes.bool, (x, y)) if x.dtype != dtypes.bool else x,
+                                                                                   mk(Ops.CMPNE, dtypes.bool, (y, vs[0]))))
+      val = mk(Ops.CAST, dtypes.float, (x,))
+      d = mk(Ops.CAST, dtypes.double, (val,))
+      val = mk(Ops.CAST, dtypes.float, (mk(Ops.SQRT, dtypes.double, (mk(Ops.ADD, dtypes.double, (mk(Ops.ADD, dtypes.double, (d, d)), d)),)),))
+      val = mk(Ops.WHERE, dtypes.float, (mk(Ops.CMPLT, dtypes.bool, (vs[2], vs[0])), val, val))
+      stores.append(mk(Ops.STORE, dtypes.void, (mk(Ops.INDEX, dtypes.float.ptr(4), (buf, mk(Ops.CONST, dtypes.int, (), k))), val)))
+    mk(Ops.SINK, dtypes.void, tuple(stores), KernelInfo(name="chains"))
+    expected = TgClangRenderer().render(order)
+    self.assertIn("δ", expected)
+    self.assertEqual(expected, _C.ClangRenderer().render(_tinyc_uops(order)))
+
   def test_extra_matcher(self):
     """tinyc's ClangRenderer.extra_matcher rewrites each graph to the very graph tinygrad's does."""
     from tinygrad.uop.ops import UOp as TgUOp, graph_rewrite as tg_graph_rewrite

@@ -19,11 +19,13 @@ static bool is_balanced(PyObject *s, Py_ssize_t start, Py_ssize_t end) {
   return depth == 0;
 }
 
+bool parens_strippable(PyObject *s) {
+  Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+  return n >= 2 && PyUnicode_READ_CHAR(s, 0) == '(' && PyUnicode_READ_CHAR(s, n - 1) == ')' && is_balanced(s, 1, n - 1);
+}
+
 PyObject *strip_parens(PyObject *s) {
   if (!s) return NULL;
   if (!PyUnicode_Check(s)) return PyErr_Format(PyExc_TypeError, "strip_parens needs a str, not %.100s", Py_TYPE(s)->tp_name);
-  Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-  if (n < 2 || PyUnicode_READ_CHAR(s, 0) != '(' || PyUnicode_READ_CHAR(s, n - 1) != ')' || !is_balanced(s, 1, n - 1))
-    return Py_NewRef(s);
-  return PyUnicode_Substring(s, 1, n - 1);
+  return parens_strippable(s) ? PyUnicode_Substring(s, 1, PyUnicode_GET_LENGTH(s) - 1) : Py_NewRef(s);
 }

@@ -583,6 +583,31 @@ static PyObject *native_code(const OpCode *op, const WorkitemCode *workitem) {
   return (PyObject *)c;
 }
 
+/* an operand's text, or the part of it inside its outer parens */
+typedef struct { PyObject *text; Py_ssize_t start, len; } TextSlice;
+
+/* a native code template ("(%S+%S)": %S the operands in order, %% a percent sign) on ASCII operand slices: a new
+ * reference, one copy of each; NULL without an error when an operand is not an ASCII str (the general way formats it) */
+static PyObject *ascii_template(const char *t, const TextSlice *a, int n) {
+  Py_ssize_t len = 0;
+  int k = 0;
+  for (int i = 0; i < n; i++) if (!PyUnicode_Check(a[i].text) || !PyUnicode_IS_ASCII(a[i].text)) return NULL;
+  for (const char *c = t; *c; c++) {
+    if (c[0] == '%' && c[1] == 'S' && k < n) len += a[k++].len, c++;
+    else if (c[0] == '%' && c[1] == '%') len++, c++;
+    else len++;
+  }
+  PyObject *ret = PyUnicode_New(len, 127);
+  char *d = ret ? (char *)PyUnicode_1BYTE_DATA(ret) : NULL;
+  k = 0;
+  for (const char *c = t; d && *c; c++) {
+    if (c[0] == '%' && c[1] == 'S' && k < n) memcpy(d, PyUnicode_1BYTE_DATA(a[k].text) + a[k].start, (size_t)a[k].len), d += a[k++].len, c++;
+    else if (c[0] == '%' && c[1] == '%') *d++ = '%', c++;
+    else *d++ = *c;
+  }
+  return ret;
+}
+
 /* ctx.code_for_op[x.op](*operands, x.dtype): a new reference; KeyError for an op the renderer has no code for */
 static PyObject *alu_text(CStyleSettings *s, UOp *x, PyObject *const *operands, int n) {
   if (s->op_codes[x->op]) return op_code_text(s->op_codes[x->op], operands, n, x->dtype);
@@ -767,13 +792,22 @@ RULE(r_alu, x) {
   if (!s) return NULL;
   if (x->nsrc > 3) return (UOp *)PyErr_Format(PyExc_TypeError, "code_for_op[Ops.%s]: too many operands", op_names[x->op]);
   bool chains = x->op == OP_ADD || x->op == OP_MUL || x->op == OP_XOR || x->op == OP_OR || x->op == OP_AND;
-  PyObject *a[3];
+  TextSlice a[3];
   for (int i = 0; i < x->nsrc; i++) {
-    a[i] = text_of(ctx, x->src[i]);
-    if (chains && x->src[i]->op == x->op) a[i] = stripped(a[i]);
-    if (!a[i]) return NULL;
+    PyObject *t = text_of(ctx, x->src[i]);
+    if (!t || (chains && x->src[i]->op == x->op && !PyUnicode_Check(t) && !stripped(t))) return NULL;   /* strip_parens' TypeError */
+    bool strip = chains && x->src[i]->op == x->op && parens_strippable(t);
+    a[i] = (TextSlice){t, strip, PyUnicode_Check(t) ? PyUnicode_GET_LENGTH(t) - 2 * strip : 0};
   }
-  return TEXT(alu_text(s, x, a, x->nsrc));
+  const OpCode *code = s->op_codes[x->op];
+  if (code && x->nsrc == op_arity(x->op)) {   /* the template straight from the slices, without the stripped copies */
+    PyObject *ret = ascii_template(code->code_f64 && x->dtype == DTYPE(FLOAT64) ? code->code_f64 : code->code, a, x->nsrc);
+    if (ret || PyErr_Occurred()) return TEXT(ret);
+  }
+  PyObject *texts[3];
+  for (int i = 0; i < x->nsrc; i++)
+    if (!(texts[i] = a[i].start ? pool_keep(PyUnicode_Substring(a[i].text, 1, 1 + a[i].len)) : a[i].text)) return NULL;
+  return TEXT(alu_text(s, x, texts, x->nsrc));
 }
 /* a lane of a vector: "v[i]" above gep_arr_threshold lanes, ".x" style at or below it */
 RULE(r_gep, x) {

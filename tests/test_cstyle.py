@@ -138,11 +138,13 @@ class TestClangRenderer(unittest.TestCase):
     for k, ops in enumerate(([Ops.ADD] * 4, [Ops.MUL, Ops.MUL, Ops.ADD], [Ops.XOR, Ops.OR, Ops.OR], [Ops.AND] * 3)):
       x = vs[k % 3]
       for op, y in zip(ops, odd + vs):
-        x = mk(op, dtypes.int, (x, y)) if op is not Ops.AND else mk(op, dtypes.bool, (mk(Ops.CMPLT, dtypes.bool, (x, y)) if x.dtype != dtypes.bool else x,
-                                                                                   mk(Ops.CMPNE, dtypes.bool, (y, vs[0]))))
-      val = mk(Ops.CAST, dtypes.float, (x,))
-      d = mk(Ops.CAST, dtypes.double, (val,))
-      val = mk(Ops.CAST, dtypes.float, (mk(Ops.SQRT, dtypes.double, (mk(Ops.ADD, dtypes.double, (mk(Ops.ADD, dtypes.double, (d, d)), d)),)),))
+        if op is not Ops.AND: x = mk(op, dtypes.int, (x, y))
+        else:
+          lhs = x if x.dtype == dtypes.bool else mk(Ops.CMPLT, dtypes.bool, (x, y))
+          x = mk(op, dtypes.bool, (lhs, mk(Ops.CMPNE, dtypes.bool, (y, vs[0]))))
+      d = mk(Ops.CAST, dtypes.double, (mk(Ops.CAST, dtypes.float, (x,)),))
+      d3 = mk(Ops.ADD, dtypes.double, (mk(Ops.ADD, dtypes.double, (d, d)), d))   # a float64 chain, then sqrt's float64 code
+      val = mk(Ops.CAST, dtypes.float, (mk(Ops.SQRT, dtypes.double, (d3,)),))
       val = mk(Ops.WHERE, dtypes.float, (mk(Ops.CMPLT, dtypes.bool, (vs[2], vs[0])), val, val))
       stores.append(mk(Ops.STORE, dtypes.void, (mk(Ops.INDEX, dtypes.float.ptr(4), (buf, mk(Ops.CONST, dtypes.int, (), k))), val)))
     mk(Ops.SINK, dtypes.void, tuple(stores), KernelInfo(name="chains"))

@@ -601,7 +601,10 @@ static PyObject *ascii_template(const char *t, const TextSlice *a, int n) {
   char *d = ret ? (char *)PyUnicode_1BYTE_DATA(ret) : NULL;
   k = 0;
   for (const char *c = t; d && *c; c++) {
-    if (c[0] == '%' && c[1] == 'S' && k < n) memcpy(d, PyUnicode_1BYTE_DATA(a[k].text) + a[k].start, (size_t)a[k].len), d += a[k++].len, c++;
+    if (c[0] == '%' && c[1] == 'S' && k < n) {
+      memcpy(d, PyUnicode_1BYTE_DATA(a[k].text) + a[k].start, (size_t)a[k].len);
+      d += a[k++].len, c++;
+    }
     else if (c[0] == '%' && c[1] == '%') *d++ = '%', c++;
     else *d++ = *c;
   }

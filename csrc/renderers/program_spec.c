@@ -239,8 +239,8 @@ static PyObject *estimates_from_uops(PyObject *seq, bool ignore_indexing) {
       if (need_src(u, 1) < 0) goto end;
       Count bound = {0, NULL};
       PyObject *outer = op == OP_RANGE ? count_py(&mults) : NULL;
-      int err = count_take(&bound, sint_ssimplify((PyObject *)u->src[0])) < 0 || (op == OP_RANGE && (!outer || PyList_Append(stack, outer) < 0)) ||
-                count_mul(&mults, &mults, &bound) < 0;
+      int err = count_take(&bound, sint_ssimplify((PyObject *)u->src[0])) < 0 ||
+                (op == OP_RANGE && (!outer || PyList_Append(stack, outer) < 0)) || count_mul(&mults, &mults, &bound) < 0;
       Py_XDECREF(outer); Py_XDECREF(bound.py);
       if (err) goto end;
       /* a SPECIAL is counted in mults already; SPECIALs are never ENDed, so they are not pushed */

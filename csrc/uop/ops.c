@@ -1165,8 +1165,8 @@ done:
 
 /* the bridge's graph conversion (tinyc.tinygrad): nodes of either library in toposort order, each made again for the
  * other (see Maker), its op and dtype through memo dicts (converted on a miss), its arg by converted_simple (plain values
- * as they are, enum members swapped) or else through convert_arg, a tag through convert_arg; the last node's remade node. One pass in C: per node,
- * the constructor (when it is called) is the only Python call. */
+ * as they are, enum members swapped) or else through convert_arg, a tag through convert_arg; the last node's remade
+ * node. One pass in C: per node, the constructor (when it is called) is the only Python call. */
 static PyObject *rebuild_graph(PyObject *mod, PyObject *args) {
   UNUSED(mod);
   PyObject *nodes, *make, *consed = Py_None;

@@ -158,7 +158,7 @@ static int walk_step(RewriteWalk *w) {
     return 0;
   }
   if (f->stage == 1) return walk_rebuild(w, f);
-  void *done = ptrmap_get(&w->answer, f->y);
+  void *done = answer_of(w, f->y);
   w->len--;
   return ptrmap_set(&w->answer, f->n, done);
 }
